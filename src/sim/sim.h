@@ -1,0 +1,119 @@
+// The cache-hierarchy simulator: whymiss's ground truth.
+//
+// N simulated cores, each with private levels (all but the last level of the geometry), and one
+// shared last level. Private levels are inclusive of the levels above them (L2 holds all of L1);
+// the shared level is inclusive (evictions back-invalidate private copies) or non-inclusive.
+// Write-allocate, write-back. MESI coherence between the cores' private hierarchies.
+//
+// Every miss gets exactly one kind, decided at the level where it happens, in this order:
+//   compulsory  the first access to the line by this core (at a private level), or by any core
+//               (at the shared level): the line was never in this cache's reach before;
+//   coherence   another core's write invalidated this core's copy since this core last held the
+//               line at this level; FalseSharing if the bytes written by that invalidating write
+//               overlap neither the bytes of this access nor the bytes this core accessed during
+//               its previous tenure of the line, else TrueSharing;
+//   capacity    it would also miss in a fully-associative LRU cache of the same number of lines
+//               fed the same accesses (a per-core shadow for private levels, one shared shadow
+//               for the shared level);
+//   conflict    otherwise.
+// Bytes are tracked per line at granule = max(1, line/64) bytes (exact bytes for 64-byte lines).
+//
+// Thread safety: access() may be called concurrently from many threads. Lines are split into
+// shards by their low line-address bits; a shard owns the same sets in every level, so one
+// shard lock covers a whole access. Per-core state (shadows, first-touch sets) has a per-core
+// lock, taken only by threads that feed that core. With Knobs::concurrent = false no lock is
+// taken and the caller must serialise.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "model/geometry.h"
+#include "model/result.h"
+
+namespace whymiss::sim {
+
+enum class Outcome : uint8_t { Hit, Compulsory, Capacity, Conflict, TrueSharing, FalseSharing };
+inline constexpr int kNumOutcomes = 6;
+const char* outcome_name(Outcome o);  // "hit", "compulsory", "capacity", "conflict",
+                                      // "true_sharing", "false_sharing"
+
+enum class Policy : uint8_t { LRU, TreePLRU, Random };
+Result<Policy> parse_policy(std::string_view name);  // "lru", "plru", "random"
+const char* policy_name(Policy p);
+
+struct Knobs {
+  uint32_t cores = 1;          // simulated cores; cores are numbered 0..cores-1
+  Policy policy = Policy::LRU; // replacement policy of every level (shadows are always LRU)
+  bool inclusive_llc = true;   // shared level back-invalidates private copies on eviction
+  bool concurrent = true;      // take locks; false = caller serialises all accesses
+  uint32_t max_shards = 64;    // upper bound on lock shards (power of two)
+  uint64_t seed = 1;           // for Policy::Random
+};
+
+// What happened to one line-sized piece of an access, per level it reached.
+struct LineResult {
+  uint64_t line = 0;                       // line address (addr / line size)
+  std::array<Outcome, kMaxLevels> level{}; // level[i] valid for i < levels_reached
+  uint8_t levels_reached = 0;              // 1 = served by L1 ... n+1 (n levels) = from memory
+  uint8_t upgrade = 0;                     // a write hit on a shared copy invalidated others
+  uint16_t invalidated = 0;                // other cores' copies this access invalidated
+  bool from_memory(size_t nlevels) const { return levels_reached > nlevels; }
+};
+
+// An access covers one line, or two when it straddles a line boundary.
+struct AccessResult {
+  std::array<LineResult, 2> lines{};
+  uint8_t nlines = 0;
+};
+
+struct LevelCounters {
+  uint64_t by_outcome[kNumOutcomes][2] = {};  // [outcome][0 read, 1 write]
+  uint64_t writebacks = 0;          // dirty lines this level evicted towards the next level/memory
+  uint64_t upgrades = 0;            // write hits on shared lines (coherence traffic, not misses)
+  uint64_t coherence_invalidations = 0;  // copies removed here by another core's write
+  uint64_t back_invalidations = 0;       // copies removed here by inclusion (a lower level evicted)
+
+  uint64_t accesses() const;
+  uint64_t hits() const { return by_outcome[0][0] + by_outcome[0][1]; }
+  uint64_t misses() const { return accesses() - hits(); }
+  uint64_t misses_of(Outcome o) const {
+    return by_outcome[int(o)][0] + by_outcome[int(o)][1];
+  }
+  LevelCounters& operator+=(const LevelCounters& o);
+};
+
+struct Counters {
+  std::array<LevelCounters, kMaxLevels> level{};
+  uint64_t accesses = 0;       // accesses as given (before splitting at line boundaries)
+  uint64_t line_accesses = 0;  // line-sized pieces
+  Counters& operator+=(const Counters& o);
+};
+
+class Hierarchy {
+ public:
+  // Fails with one sentence on an invalid geometry or knobs.
+  static Result<std::unique_ptr<Hierarchy>> create(const CacheGeometry& g, const Knobs& k);
+  ~Hierarchy();
+  Hierarchy(const Hierarchy&) = delete;
+  Hierarchy& operator=(const Hierarchy&) = delete;
+
+  // Simulates one access of `size` bytes (1..4096) at `addr` by simulated core `core`
+  // (< knobs.cores). Accesses longer than a line are split; AccessResult describes the first two
+  // pieces, counters count all of them.
+  AccessResult access(uint32_t core, uint64_t addr, uint32_t size, bool write);
+
+  Counters counters() const;  // sum over shards; consistent when no access is in flight
+  const CacheGeometry& geometry() const;
+  const Knobs& knobs() const;
+  size_t shards() const;
+
+ private:
+  struct Impl;
+  explicit Hierarchy(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace whymiss::sim
