@@ -49,6 +49,8 @@ struct Knobs {
   Policy policy = Policy::LRU; // replacement policy of every level (shadows are always LRU)
   bool inclusive_llc = true;   // shared level back-invalidates private copies on eviction
   bool concurrent = true;      // take locks; false = caller serialises all accesses
+  bool one_thread_per_core = false;  // caller promises no two threads feed one core at once:
+                                     // the per-core lock is skipped (shard locks stay)
   uint32_t max_shards = 64;    // upper bound on lock shards (power of two)
   uint64_t seed = 1;           // for Policy::Random
 };
@@ -94,6 +96,8 @@ struct Counters {
 
 class Hierarchy {
  public:
+  // Largest level it will model: its tags and fully-associative shadow cost ~56 bytes a line.
+  static constexpr uint64_t kMaxLevelBytes = uint64_t(1) << 30;
   // Fails with one sentence on an invalid geometry or knobs.
   static Result<std::unique_ptr<Hierarchy>> create(const CacheGeometry& g, const Knobs& k);
   ~Hierarchy();

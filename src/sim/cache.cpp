@@ -1,0 +1,17 @@
+#include "sim/cache.h"
+
+namespace whymiss::sim {
+
+Result<std::unique_ptr<Cache>> Cache::make(uint64_t sets, uint32_t ways, Policy p, uint64_t seed) {
+  auto repl = Replacement::make(p, sets, ways, seed);
+  if (!repl) return Error{repl.error()};
+  std::unique_ptr<Cache> c(new Cache);
+  c->set_mask_ = sets - 1;
+  c->ways_ = ways;
+  c->tag_.assign(sets * ways, kInvalid);
+  c->entry_.assign(sets * ways, Entry{});
+  c->repl_ = std::move(repl.value());
+  return c;
+}
+
+}  // namespace whymiss::sim

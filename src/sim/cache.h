@@ -1,0 +1,62 @@
+// One set-associative array (one level of one core, or the shared level). Entries keep the
+// line address as tag, the MESI state, a dirty bit and the byte-granule mask this holder touched
+// during its tenure. Callers hold the lock of the shard that owns the set.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "sim/replacement.h"
+
+namespace whymiss::sim {
+
+enum class Mesi : uint8_t { I = 0, S, E, M };
+
+struct Entry {
+  uint64_t mask = 0;  // granules accessed by this holder since the line was filled here
+  Mesi state = Mesi::I;
+  bool dirty = false;
+};
+
+class Cache {
+ public:
+  static constexpr uint64_t kInvalid = ~0ull;
+  static Result<std::unique_ptr<Cache>> make(uint64_t sets, uint32_t ways, Policy p, uint64_t seed);
+
+  uint32_t set_of(uint64_t line) const { return uint32_t(line & set_mask_); }
+  // Index of `line` in the flat arrays, or -1.
+  int64_t find(uint64_t line) const {
+    size_t base = size_t(set_of(line)) * ways_;
+    const uint64_t* t = &tag_[base];
+    for (uint32_t w = 0; w < ways_; ++w)
+      if (t[w] == line) return int64_t(base + w);
+    return -1;
+  }
+  // Where to put a new line of `set`: an invalid way if any, else the policy's victim.
+  size_t fill_slot(uint32_t set) {
+    size_t base = size_t(set) * ways_;
+    for (uint32_t w = 0; w < ways_; ++w)
+      if (tag_[base + w] == kInvalid) return base + w;
+    return base + repl_->victim(set);
+  }
+  void touch(size_t idx) { repl_->touch(uint32_t(idx / ways_), uint32_t(idx % ways_)); }
+  void invalidate(size_t idx) {
+    tag_[idx] = kInvalid;
+    entry_[idx] = Entry{};
+  }
+
+  uint64_t& tag(size_t idx) { return tag_[idx]; }
+  Entry& entry(size_t idx) { return entry_[idx]; }
+  uint64_t sets() const { return set_mask_ + 1; }
+  uint32_t ways() const { return ways_; }
+
+ private:
+  Cache() = default;
+  uint64_t set_mask_ = 0;
+  uint32_t ways_ = 0;
+  std::vector<uint64_t> tag_;
+  std::vector<Entry> entry_;
+  std::unique_ptr<Replacement> repl_;
+};
+
+}  // namespace whymiss::sim

@@ -1,0 +1,470 @@
+// The hierarchy: private levels per core, one shared level, MESI between cores, and the
+// per-miss classification documented in sim.h.
+#include <sched.h>
+
+#include <atomic>
+#include <mutex>
+#include <unordered_map>
+
+#include "sim/cache.h"
+#include "sim/fa_lru.h"
+#include "sim/line_set.h"
+#include "sim/sim.h"
+
+namespace whymiss::sim {
+namespace {
+
+constexpr uint32_t kMaxCores = 1024;
+constexpr uint64_t kNone = Cache::kInvalid;
+
+// Test-and-test-and-set; yields after a while so a preempted holder can run.
+class SpinLock {
+ public:
+  void lock() {
+    for (unsigned spins = 0; flag_.exchange(true, std::memory_order_acquire);) {
+      while (flag_.load(std::memory_order_relaxed)) {
+        if (++spins < 256) __builtin_ia32_pause(); else sched_yield();
+      }
+    }
+  }
+  void unlock() { flag_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> flag_{false};
+};
+
+class Guard {
+ public:
+  Guard(SpinLock& l, bool on) : l_(on ? &l : nullptr) { if (l_) l_->lock(); }
+  ~Guard() { if (l_) l_->unlock(); }
+  Guard(const Guard&) = delete;
+  Guard& operator=(const Guard&) = delete;
+
+ private:
+  SpinLock* l_;
+};
+
+// Why a core no longer holds a line it held: kept from the removal until the core refills it.
+struct Departure {
+  uint64_t writer_mask = 0;  // granules of the invalidating write (coherence)
+  uint64_t my_mask = 0;      // granules this core touched during its tenure
+  uint8_t coherence_levels = 0;  // bit l: removed from private level l by another core's write
+  uint8_t inclusion_levels = 0;  // bit l: removed from level l because a farther level evicted it
+  // Kind of the eviction behind an inclusion removal, fixed when it happened: Conflict if a
+  // fully-associative cache of the evicting level's size still held the line then.
+  Outcome inclusion_kind = Outcome::Capacity;
+};
+
+struct CoreState {
+  std::vector<std::unique_ptr<Cache>> priv;
+  std::vector<std::unique_ptr<FaLru>> shadow;
+  LineSet seen;  // lines this core ever accessed
+  SpinLock lock;
+  uint64_t memo_line = kNone;  // the line of this core's previous access and its L1 slot
+  size_t memo_idx = 0;
+};
+
+struct Shard {
+  SpinLock lock;
+  Counters counters;
+  std::unordered_map<uint64_t, Departure> departures;  // key: line * kMaxCores + core
+  LineSet shared_seen;  // lines of this shard ever requested from the shared level, >> shard bits
+};
+
+uint64_t dkey(uint64_t line, uint32_t core) { return line * kMaxCores + core; }
+
+}  // namespace
+
+struct Hierarchy::Impl {
+  CacheGeometry geo;
+  Knobs knobs;
+  size_t npriv = 0;
+  bool has_shared = false;
+  unsigned line_shift = 0;
+  unsigned granule_shift = 0;
+  uint64_t shard_mask = 0;
+  unsigned shard_bits = 0;
+  std::unique_ptr<Shard[]> shards;
+  std::unique_ptr<std::atomic<CoreState*>[]> cores;
+  std::unique_ptr<uint32_t[]> created_ids;
+  std::atomic<uint32_t> created{0};
+  std::mutex create_mu;
+  std::unique_ptr<Cache> shared;
+  std::unique_ptr<FaLru> shared_shadow;
+  SpinLock shared_shadow_lock;
+
+  ~Impl() {
+    for (uint32_t i = 0; i < knobs.cores; ++i) delete cores[i].load();
+  }
+
+  uint64_t seed_for(uint32_t core, size_t level) const {
+    return knobs.seed * 1000003u + core * 131u + level;
+  }
+
+  CoreState& core(uint32_t id) {
+    CoreState* c = cores[id].load(std::memory_order_acquire);
+    if (c) return *c;
+    std::lock_guard<std::mutex> g(create_mu);
+    c = cores[id].load(std::memory_order_relaxed);
+    if (c) return *c;
+    c = new CoreState;
+    for (size_t l = 0; l < npriv; ++l) {
+      const LevelGeometry& lg = geo.levels[l];
+      c->priv.push_back(std::move(Cache::make(lg.sets(), lg.ways, knobs.policy, seed_for(id, l)).value()));
+      c->shadow.push_back(std::make_unique<FaLru>(lg.size / lg.line));
+    }
+    cores[id].store(c, std::memory_order_release);
+    uint32_t n = created.load(std::memory_order_relaxed);
+    created_ids[n] = id;
+    created.store(n + 1, std::memory_order_release);
+    return *c;
+  }
+
+  uint64_t granule_mask(uint64_t addr, uint64_t len) const {
+    uint64_t off = addr & ((uint64_t(1) << line_shift) - 1);
+    uint64_t first = off >> granule_shift, last = (off + len - 1) >> granule_shift;
+    uint64_t n = last - first + 1;
+    return (n >= 64 ? ~uint64_t(0) : ((uint64_t(1) << n) - 1)) << first;
+  }
+
+  void count(Shard& sh, size_t level, Outcome o, bool w) {
+    sh.counters.level[level].by_outcome[int(o)][w]++;
+  }
+
+  // Sets the MESI state of `line` in every private level of `c` that holds it.
+  void set_state(CoreState& c, uint64_t line, Mesi s) {
+    for (size_t l = 0; l < npriv; ++l) {
+      int64_t i = c.priv[l]->find(line);
+      if (i >= 0) c.priv[l]->entry(size_t(i)).state = s;
+    }
+  }
+
+  bool shared_shadow_contains(uint64_t line) {
+    Guard g(shared_shadow_lock, knobs.concurrent);
+    return shared_shadow->contains(line);
+  }
+
+  Outcome classify_private(CoreState& c, uint32_t cid, Shard& sh, size_t l, uint64_t line,
+                           uint64_t gm, bool first, bool shadow_hit) {
+    if (first) return Outcome::Compulsory;
+    if (!sh.departures.empty()) {
+      auto it = sh.departures.find(dkey(line, cid));
+      if (it != sh.departures.end()) {
+        const Departure& d = it->second;
+        if (d.coherence_levels & (1u << l))
+          return (d.writer_mask & (d.my_mask | gm)) ? Outcome::TrueSharing : Outcome::FalseSharing;
+        // An inclusion victim misses for the reason the evicting level lost the line.
+        if (d.inclusion_levels & (1u << l)) return d.inclusion_kind;
+      }
+    }
+    return shadow_hit ? Outcome::Conflict : Outcome::Capacity;
+  }
+
+  void write_back_to_shared(uint64_t line) {
+    if (!has_shared) return;
+    int64_t j = shared->find(line);
+    if (j >= 0) shared->entry(size_t(j)).dirty = true;
+  }
+
+  // Removes the entry at `idx` of private level `l` of core `c` to make room.
+  void evict_private(CoreState& c, uint32_t cid, Shard& sh, size_t l, size_t idx) {
+    Cache& cl = *c.priv[l];
+    uint64_t v = cl.tag(idx);
+    Entry e = cl.entry(idx);
+    cl.invalidate(idx);
+    if (l + 1 == npriv) {
+      // Leaving the core: closer levels must drop it too (private levels are inclusive).
+      bool dirty = e.dirty;
+      Departure d;
+      for (size_t u = 0; u < l; ++u) {
+        int64_t j = c.priv[u]->find(v);
+        if (j < 0) continue;
+        dirty |= c.priv[u]->entry(size_t(j)).dirty;
+        c.priv[u]->invalidate(size_t(j));
+        sh.counters.level[u].back_invalidations++;
+        d.inclusion_levels |= uint8_t(1u << u);
+      }
+      if (d.inclusion_levels) {
+        d.inclusion_kind = c.shadow[l]->contains(v) ? Outcome::Conflict : Outcome::Capacity;
+        sh.departures[dkey(v, cid)] = d;
+      }
+      if (dirty) {
+        sh.counters.level[l].writebacks++;
+        write_back_to_shared(v);
+      }
+    } else {
+      int64_t j = c.priv[l + 1]->find(v);  // present by inclusion
+      if (j >= 0) {
+        Entry& n = c.priv[l + 1]->entry(size_t(j));
+        n.mask |= e.mask;
+        n.dirty |= e.dirty;
+      }
+      if (e.dirty) sh.counters.level[l].writebacks++;
+    }
+  }
+
+  size_t fill_private(CoreState& c, uint32_t cid, Shard& sh, size_t l, uint64_t line, Mesi st) {
+    Cache& cl = *c.priv[l];
+    size_t i = cl.fill_slot(cl.set_of(line));
+    if (cl.tag(i) != kNone) evict_private(c, cid, sh, l, i);
+    cl.tag(i) = line;
+    cl.entry(i) = Entry{0, st, false};
+    cl.touch(i);
+    return i;
+  }
+
+  // Other cores' copies on a request by `cid`. A write invalidates them (and remembers why);
+  // a read downgrades M/E copies to S. Returns whether another core still holds the line.
+  bool snoop(uint32_t cid, Shard& sh, uint64_t line, uint64_t gm, bool w, LineResult& r) {
+    bool others = false;
+    uint32_t n = created.load(std::memory_order_acquire);
+    for (uint32_t q = 0; q < n; ++q) {
+      uint32_t oid = created_ids[q];
+      if (oid == cid) continue;
+      CoreState& o = *cores[oid].load(std::memory_order_acquire);
+      if (o.priv[npriv - 1]->find(line) < 0) continue;  // inclusion: absent everywhere
+      if (w) {
+        Departure d;
+        d.writer_mask = gm;
+        bool dirty = false;
+        for (size_t l = 0; l < npriv; ++l) {
+          int64_t x = o.priv[l]->find(line);
+          if (x < 0) continue;
+          d.my_mask |= o.priv[l]->entry(size_t(x)).mask;
+          dirty |= o.priv[l]->entry(size_t(x)).dirty;
+          d.coherence_levels |= uint8_t(1u << l);
+          o.priv[l]->invalidate(size_t(x));
+          sh.counters.level[l].coherence_invalidations++;
+        }
+        (void)dirty;  // the modified data moves to the writer, which now holds the line dirty
+        sh.departures[dkey(line, oid)] = d;
+        if (r.invalidated < UINT16_MAX) r.invalidated++;
+      } else {
+        others = true;
+        for (size_t l = 0; l < npriv; ++l) {
+          int64_t x = o.priv[l]->find(line);
+          if (x < 0) continue;
+          Entry& e = o.priv[l]->entry(size_t(x));
+          if (e.dirty) {
+            e.dirty = false;
+            sh.counters.level[l].writebacks++;
+            write_back_to_shared(line);
+          }
+          e.state = Mesi::S;
+        }
+      }
+    }
+    return others;
+  }
+
+  void evict_shared(Shard& sh, size_t idx) {
+    uint64_t v = shared->tag(idx);
+    bool dirty = shared->entry(idx).dirty;
+    shared->invalidate(idx);
+    if (knobs.inclusive_llc) {
+      const Outcome why = shared_shadow_contains(v) ? Outcome::Conflict : Outcome::Capacity;
+      uint32_t n = created.load(std::memory_order_acquire);
+      for (uint32_t q = 0; q < n; ++q) {
+        uint32_t oid = created_ids[q];
+        CoreState& o = *cores[oid].load(std::memory_order_acquire);
+        Departure d;
+        for (size_t l = 0; l < npriv; ++l) {
+          int64_t x = o.priv[l]->find(v);
+          if (x < 0) continue;
+          dirty |= o.priv[l]->entry(size_t(x)).dirty;
+          o.priv[l]->invalidate(size_t(x));
+          sh.counters.level[l].back_invalidations++;
+          d.inclusion_levels |= uint8_t(1u << l);
+        }
+        if (d.inclusion_levels) {
+          d.inclusion_kind = why;
+          sh.departures[dkey(v, oid)] = d;
+        }
+      }
+    }
+    if (dirty) sh.counters.level[npriv].writebacks++;
+  }
+
+  void access_shared(Shard& sh, uint64_t line, bool w, LineResult& r) {
+    const size_t s = npriv;
+    bool shadow_hit;
+    {
+      Guard g(shared_shadow_lock, knobs.concurrent);
+      shadow_hit = shared_shadow->access(line);
+    }
+    int64_t j = shared->find(line);
+    if (j >= 0) {
+      shared->touch(size_t(j));
+      r.level[s] = Outcome::Hit;
+      r.levels_reached = uint8_t(s + 1);
+      count(sh, s, Outcome::Hit, w);
+      return;
+    }
+    Outcome o = sh.shared_seen.insert(line >> shard_bits) ? Outcome::Compulsory
+                : shadow_hit                ? Outcome::Conflict
+                                            : Outcome::Capacity;
+    r.level[s] = o;
+    r.levels_reached = uint8_t(s + 2);
+    count(sh, s, o, w);
+    size_t i = shared->fill_slot(shared->set_of(line));
+    if (shared->tag(i) != kNone) evict_shared(sh, i);
+    shared->tag(i) = line;
+    shared->entry(i) = Entry{0, Mesi::E, false};
+    shared->touch(i);
+  }
+
+  LineResult access_line(CoreState& c, uint32_t cid, Shard& sh, uint64_t line, uint64_t gm,
+                         bool w) {
+    LineResult r;
+    r.line = line;
+    sh.counters.line_accesses++;
+    Cache& l1 = *c.priv[0];
+    // Same line as this core's previous access and still held with enough rights: nothing in
+    // any replacement state or shadow can change (the line is already most recent everywhere).
+    if (c.memo_line == line && l1.tag(c.memo_idx) == line) {
+      Entry& e = l1.entry(c.memo_idx);
+      if (!w || e.state == Mesi::M) {
+        e.mask |= gm;
+        e.dirty |= w;
+        count(sh, 0, Outcome::Hit, w);
+        r.level[0] = Outcome::Hit;
+        r.levels_reached = 1;
+        return r;
+      }
+    }
+
+    size_t hit_level = npriv;
+    int64_t hit_idx = -1;
+    bool first = false;
+    for (size_t l = 0; l < npriv; ++l) {
+      bool shadow_hit = c.shadow[l]->access(line);
+      hit_idx = c.priv[l]->find(line);
+      if (hit_idx >= 0) {
+        hit_level = l;
+        r.level[l] = Outcome::Hit;
+        count(sh, l, Outcome::Hit, w);
+        break;
+      }
+      if (l == 0) first = c.seen.insert(line);
+      Outcome o = classify_private(c, cid, sh, l, line, gm, first, shadow_hit);
+      r.level[l] = o;
+      count(sh, l, o, w);
+    }
+
+    size_t l1_idx;
+    if (hit_level < npriv) {
+      Cache& hc = *c.priv[hit_level];
+      hc.touch(size_t(hit_idx));
+      Mesi st = hc.entry(size_t(hit_idx)).state;
+      r.levels_reached = uint8_t(hit_level + 1);
+      if (w && st == Mesi::S) {
+        snoop(cid, sh, line, gm, true, r);  // upgrade: the write needs the only copy
+        r.upgrade = 1;
+        sh.counters.level[hit_level].upgrades++;
+      }
+      if (w && st != Mesi::M) {
+        st = Mesi::M;
+        set_state(c, line, st);
+      }
+      l1_idx = size_t(hit_idx);
+      for (size_t l = hit_level; l-- > 0;) l1_idx = fill_private(c, cid, sh, l, line, st);
+    } else {
+      bool others = snoop(cid, sh, line, gm, w, r);
+      Mesi st = w ? Mesi::M : (others ? Mesi::S : Mesi::E);
+      if (has_shared) {
+        access_shared(sh, line, w, r);
+      } else {
+        r.levels_reached = uint8_t(npriv + 1);
+      }
+      l1_idx = 0;
+      for (size_t l = npriv; l-- > 0;) l1_idx = fill_private(c, cid, sh, l, line, st);
+      if (!sh.departures.empty()) sh.departures.erase(dkey(line, cid));
+    }
+    Entry& e = l1.entry(l1_idx);
+    e.mask |= gm;
+    e.dirty |= w;
+    c.memo_line = line;
+    c.memo_idx = l1_idx;
+    return r;
+  }
+};
+
+Hierarchy::Hierarchy(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Hierarchy::~Hierarchy() = default;
+
+Result<std::unique_ptr<Hierarchy>> Hierarchy::create(const CacheGeometry& g, const Knobs& k) {
+  if (auto st = validate(g); !st) return Error{st.error()};
+  if (k.cores == 0 || k.cores > kMaxCores)
+    return make_error("the number of simulated cores must be between 1 and " +
+                      std::to_string(kMaxCores) + ", not " + std::to_string(k.cores));
+  if (k.max_shards == 0 || (k.max_shards & (k.max_shards - 1)))
+    return make_error("the shard count must be a power of two");
+  for (const auto& lg : g.levels) {
+    if (lg.size > kMaxLevelBytes)
+      return make_error(lg.name + " is " + format_size(lg.size) + ", larger than the " +
+                        format_size(kMaxLevelBytes) + " the simulator models");
+    auto r = Replacement::make(k.policy, 1, lg.ways, 0);
+    if (!r) return Error{lg.name + ": " + r.error()};
+  }
+  auto m = std::make_unique<Impl>();
+  m->geo = g;
+  m->knobs = k;
+  size_t n = g.levels.size();
+  m->has_shared = n >= 2;
+  m->npriv = m->has_shared ? n - 1 : n;
+  while ((1u << m->line_shift) < g.line()) ++m->line_shift;
+  m->granule_shift = m->line_shift > 6 ? m->line_shift - 6 : 0;
+  uint64_t nshards = k.max_shards;
+  for (const auto& lg : g.levels) nshards = std::min<uint64_t>(nshards, lg.sets());
+  m->shard_mask = nshards - 1;
+  while ((uint64_t(1) << m->shard_bits) < nshards) ++m->shard_bits;
+  m->shards.reset(new Shard[nshards]);
+  m->cores.reset(new std::atomic<CoreState*>[k.cores]);
+  for (uint32_t i = 0; i < k.cores; ++i) m->cores[i].store(nullptr);
+  m->created_ids.reset(new uint32_t[k.cores]);
+  if (m->has_shared) {
+    const LevelGeometry& lg = g.levels.back();
+    m->shared = std::move(Cache::make(lg.sets(), lg.ways, k.policy, k.seed * 7919u).value());
+    m->shared_shadow = std::make_unique<FaLru>(lg.size / lg.line);
+  }
+  return std::unique_ptr<Hierarchy>(new Hierarchy(std::move(m)));
+}
+
+AccessResult Hierarchy::access(uint32_t core, uint64_t addr, uint32_t size, bool write) {
+  Impl& m = *impl_;
+  AccessResult res;
+  if (size == 0) size = 1;
+  if (core >= m.knobs.cores) core %= m.knobs.cores;
+  CoreState& c = m.core(core);
+  Guard cg(c.lock, m.knobs.concurrent && !m.knobs.one_thread_per_core);
+  const uint64_t first = addr >> m.line_shift;
+  const uint64_t last = (addr + size - 1) >> m.line_shift;
+  const uint64_t line_bytes = uint64_t(1) << m.line_shift;
+  for (uint64_t ln = first;; ++ln) {
+    uint64_t lo = std::max(addr, ln << m.line_shift);
+    uint64_t hi = std::min(addr + size, (ln << m.line_shift) + line_bytes);
+    uint64_t gm = m.granule_mask(lo, hi - lo);
+    Shard& sh = m.shards[ln & m.shard_mask];
+    Guard sg(sh.lock, m.knobs.concurrent);
+    if (ln == first) sh.counters.accesses++;
+    LineResult r = m.access_line(c, core, sh, ln, gm, write);
+    if (res.nlines < 2) res.lines[res.nlines++] = r;
+    if (ln == last) break;
+  }
+  return res;
+}
+
+Counters Hierarchy::counters() const {
+  Counters total;
+  for (uint64_t s = 0; s <= impl_->shard_mask; ++s) {
+    Guard g(impl_->shards[s].lock, impl_->knobs.concurrent);
+    total += impl_->shards[s].counters;
+  }
+  return total;
+}
+
+const CacheGeometry& Hierarchy::geometry() const { return impl_->geo; }
+const Knobs& Hierarchy::knobs() const { return impl_->knobs; }
+size_t Hierarchy::shards() const { return impl_->shard_mask + 1; }
+
+}  // namespace whymiss::sim

@@ -1,0 +1,186 @@
+// Hand-computed traces, one per miss kind, on small geometries where every count can be worked
+// out on paper.
+#include <gtest/gtest.h>
+
+#include "sim_test_util.h"
+
+namespace whymiss::sim {
+namespace {
+using testing::geo;
+using testing::make;
+using testing::misses;
+
+// Zen 5-like L1 (64 sets x 12 ways) with an L2 and L3 large enough to stay out of the way.
+CacheGeometry zen_like() {
+  return geo({{"L1", 48 * 1024, 12, 64}, {"L2", 1024 * 1024, 16, 64}, {"L3", 32u << 20, 16, 64}});
+}
+
+TEST(SimKinds, FirstTouchesAreCompulsoryAtEveryLevel) {
+  auto h = make(zen_like());
+  for (uint64_t i = 0; i < 100; ++i) h->access(0, 0x10000 + i * 64, 8, i % 2);
+  auto c = h->counters();
+  for (size_t l = 0; l < 3; ++l) {
+    EXPECT_EQ(c.level[l].accesses(), 100u);
+    EXPECT_EQ(misses(c, l, Outcome::Compulsory), 100u);
+    EXPECT_EQ(c.level[l].misses(), 100u);
+  }
+  EXPECT_EQ(c.level[0].by_outcome[int(Outcome::Compulsory)][1], 50u);  // writes counted as such
+}
+
+TEST(SimKinds, ThirteenLinesInOneTwelveWaySetAreConflictMisses) {
+  // Lines 4096 bytes apart share L1 set 0 (64 sets x 64 bytes); 13 of them cycled defeat LRU
+  // in a 12-way set, while a 768-line fully-associative cache would hold them all.
+  auto h = make(zen_like());
+  const int rounds = 10;
+  for (int r = 0; r < rounds; ++r)
+    for (uint64_t i = 0; i < 13; ++i) h->access(0, 0x100000 + i * 4096, 8, false);
+  auto c = h->counters();
+  EXPECT_EQ(misses(c, 0, Outcome::Compulsory), 13u);
+  EXPECT_EQ(misses(c, 0, Outcome::Conflict), 13u * (rounds - 1));
+  EXPECT_EQ(misses(c, 0, Outcome::Capacity), 0u);
+  EXPECT_EQ(c.level[0].hits(), 0u);
+  // In L2 (1024 sets) they fall into 13 different sets: every later access hits there.
+  EXPECT_EQ(c.level[1].hits(), 13u * (rounds - 1));
+  EXPECT_EQ(c.level[1].misses(), 13u);
+}
+
+TEST(SimKinds, TwelveLinesInOneSetFit) {
+  auto h = make(zen_like());
+  for (int r = 0; r < 10; ++r)
+    for (uint64_t i = 0; i < 12; ++i) h->access(0, 0x100000 + i * 4096, 8, false);
+  auto c = h->counters();
+  EXPECT_EQ(c.level[0].misses(), 12u);
+  EXPECT_EQ(c.level[0].hits(), 12u * 9);
+}
+
+TEST(SimKinds, StreamingTwiceTheCapacityIsCapacityMisses) {
+  // 1536 lines = 2 x 48K, read sequentially 4 times: LRU set-associative and fully-associative
+  // caches both miss on every line after the first round.
+  auto h = make(zen_like());
+  const uint64_t lines = 2 * 48 * 1024 / 64;
+  for (int r = 0; r < 4; ++r)
+    for (uint64_t i = 0; i < lines; ++i) h->access(0, 0x200000 + i * 64, 8, false);
+  auto c = h->counters();
+  EXPECT_EQ(misses(c, 0, Outcome::Compulsory), lines);
+  EXPECT_EQ(misses(c, 0, Outcome::Capacity), lines * 3);
+  EXPECT_EQ(misses(c, 0, Outcome::Conflict), 0u);
+  EXPECT_EQ(c.level[1].hits(), lines * 3);  // 96K fits in the 1M L2
+}
+
+TEST(SimKinds, SequentialWordsHitAfterTheFirst) {
+  auto h = make(zen_like());
+  for (uint64_t a = 0; a < 64 * 100; a += 8) h->access(0, 0x300000 + a, 8, true);
+  auto c = h->counters();
+  EXPECT_EQ(c.level[0].accesses(), 800u);
+  EXPECT_EQ(c.level[0].hits(), 700u);
+  EXPECT_EQ(c.level[1].accesses(), 100u);
+}
+
+TEST(SimKinds, StraddlingAccessTouchesTwoLines) {
+  auto h = make(zen_like());
+  auto r = h->access(0, 0x400000 + 60, 8, false);
+  EXPECT_EQ(r.nlines, 2u);
+  EXPECT_EQ(r.lines[0].line, (0x400000u + 60) / 64);
+  EXPECT_EQ(r.lines[1].line, (0x400000u + 60) / 64 + 1);
+  auto c = h->counters();
+  EXPECT_EQ(c.accesses, 1u);
+  EXPECT_EQ(c.line_accesses, 2u);
+  EXPECT_EQ(c.level[0].accesses(), 2u);
+}
+
+TEST(SimKinds, DirtyEvictionsAreWrittenBack) {
+  // L1: 1 set x 2 ways. Write A, write B, read C: A (dirty, LRU) is written back to L2.
+  auto h = make(geo({{"L1", 128, 2, 64}, {"L2", 1024, 16, 64}}));
+  h->access(0, 0, 8, true);
+  h->access(0, 64, 8, true);
+  h->access(0, 128, 8, false);
+  auto c = h->counters();
+  EXPECT_EQ(c.level[0].writebacks, 1u);
+  EXPECT_EQ(c.level[1].writebacks, 0u);
+}
+
+TEST(SimKinds, ResultReportsLevelsReached) {
+  auto h = make(zen_like());
+  auto r1 = h->access(0, 0x5000, 8, false);
+  EXPECT_EQ(r1.lines[0].levels_reached, 4u);  // from memory
+  EXPECT_TRUE(r1.lines[0].from_memory(3));
+  EXPECT_EQ(r1.lines[0].level[2], Outcome::Compulsory);
+  auto r2 = h->access(0, 0x5008, 8, false);
+  EXPECT_EQ(r2.lines[0].levels_reached, 1u);
+  EXPECT_EQ(r2.lines[0].level[0], Outcome::Hit);
+}
+
+TEST(SimKinds, PlruAndLruDifferOnAKnownSequence) {
+  // One 4-way set (L1 = 256 bytes). After 0,1,2,3,0,3,2,1 LRU evicts line 0 but tree-PLRU
+  // evicts line 3 (see the replacement test), so re-reading 0 after line 4 hits only with PLRU.
+  for (Policy p : {Policy::LRU, Policy::TreePLRU}) {
+    Knobs k;
+    k.policy = p;
+    auto h = make(geo({{"L1", 256, 4, 64}}), k);
+    for (uint64_t l : {0, 1, 2, 3, 0, 3, 2, 1, 4}) h->access(0, l * 64, 8, false);
+    auto r = h->access(0, 0, 8, false);
+    auto c = h->counters();
+    if (p == Policy::LRU) {
+      EXPECT_EQ(c.level[0].misses(), 6u);
+      // One set is fully associative: LRU's misses there are capacity misses by definition.
+      EXPECT_EQ(r.lines[0].level[0], Outcome::Capacity);
+    } else {
+      EXPECT_EQ(c.level[0].misses(), 5u);
+      EXPECT_EQ(r.lines[0].level[0], Outcome::Hit);
+    }
+  }
+}
+
+TEST(SimKinds, InclusiveLastLevelBackInvalidatesPrivateCopies) {
+  // L1 and L2 are one fully-associative set each; L3 has 2 sets x 2 ways. Lines 0, 2, 4 share
+  // L3 set 0, so reading them evicts line 0 from L3 while L1 still holds it.
+  CacheGeometry g = geo({{"L1", 256, 4, 64}, {"L2", 512, 8, 64}, {"L3", 256, 2, 64}});
+  for (bool inclusive : {true, false}) {
+    Knobs k;
+    k.inclusive_llc = inclusive;
+    auto h = make(g, k);
+    for (uint64_t l : {0, 2, 4}) h->access(0, l * 64, 8, false);
+    auto r = h->access(0, 0, 8, false);
+    auto c = h->counters();
+    if (inclusive) {
+      // Line 0 was evicted by line 4, then line 2 by the refill of line 0.
+      EXPECT_EQ(c.level[0].back_invalidations, 2u);
+      EXPECT_EQ(c.level[1].back_invalidations, 2u);
+      // When L3 evicted line 0 its shadow (4 lines, fully associative) still held it: that
+      // eviction, and so the private misses it caused, are conflicts.
+      EXPECT_EQ(r.lines[0].level[0], Outcome::Conflict);
+      EXPECT_EQ(r.lines[0].level[1], Outcome::Conflict);
+      EXPECT_EQ(r.lines[0].level[2], Outcome::Conflict);
+    } else {
+      EXPECT_EQ(c.level[0].back_invalidations, 0u);
+      EXPECT_EQ(r.lines[0].level[0], Outcome::Hit);
+    }
+  }
+}
+
+TEST(SimKinds, InclusionVictimsOfAnOverfullLastLevelAreCapacity) {
+  // L3 holds 4 lines; 6 lines cycle through L1/L2 (8 and 16 lines) — they fit privately but not
+  // in L3, so with inclusion every private re-miss is a capacity miss of L3 in disguise.
+  CacheGeometry g = geo({{"L1", 512, 8, 64}, {"L2", 1024, 16, 64}, {"L3", 256, 4, 64}});
+  auto h = make(g);
+  for (int r = 0; r < 5; ++r)
+    for (uint64_t l = 0; l < 6; ++l) h->access(0, l * 64, 8, false);
+  auto c = h->counters();
+  EXPECT_EQ(misses(c, 0, Outcome::Conflict), 0u);
+  EXPECT_EQ(misses(c, 0, Outcome::Capacity), 6u * 4);
+  EXPECT_EQ(misses(c, 2, Outcome::Capacity), 6u * 4);
+}
+
+TEST(SimKinds, CreateRejectsBadKnobs) {
+  Knobs k;
+  k.cores = 0;
+  EXPECT_FALSE(Hierarchy::create(zen_like(), k).ok());
+  k.cores = 2;
+  k.policy = Policy::TreePLRU;  // 12-way L1
+  auto h = Hierarchy::create(zen_like(), k);
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.error().find("L1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace whymiss::sim

@@ -1,0 +1,124 @@
+// FaLru, LineSet and replacement policies against straightforward reference models.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <deque>
+#include <random>
+#include <set>
+
+#include "sim/fa_lru.h"
+#include "sim/line_set.h"
+#include "sim/replacement.h"
+
+namespace whymiss::sim {
+namespace {
+
+TEST(FaLru, EvictsLeastRecentlyUsed) {
+  FaLru f(3);
+  EXPECT_FALSE(f.access(1));
+  EXPECT_FALSE(f.access(2));
+  EXPECT_FALSE(f.access(3));
+  EXPECT_TRUE(f.access(1));   // order now 1,3,2 (MRU first)
+  EXPECT_FALSE(f.access(4));  // evicts 2
+  EXPECT_FALSE(f.contains(2));
+  EXPECT_TRUE(f.contains(1));
+  EXPECT_TRUE(f.contains(3));
+  EXPECT_TRUE(f.contains(4));
+  EXPECT_EQ(f.size(), 3u);
+}
+
+TEST(FaLru, MatchesReferenceOnRandomStreams) {
+  for (uint64_t cap : {1u, 2u, 7u, 64u, 300u}) {
+    FaLru f(cap);
+    std::deque<uint64_t> ref;  // MRU at front
+    std::mt19937_64 rng(cap);
+    // Keys collide deliberately in the hash (multiples of large powers of two) to exercise
+    // probing and backward-shift deletion.
+    for (int i = 0; i < 20000; ++i) {
+      uint64_t key = (rng() % (cap * 3 + 2)) << (rng() % 2 ? 20 : 0);
+      auto it = std::find(ref.begin(), ref.end(), key);
+      bool want = it != ref.end();
+      if (want) ref.erase(it);
+      ref.push_front(key);
+      if (ref.size() > cap) ref.pop_back();
+      ASSERT_EQ(f.access(key), want) << "cap " << cap << " step " << i;
+    }
+    for (uint64_t k : ref) EXPECT_TRUE(f.contains(k));
+    EXPECT_EQ(f.size(), ref.size());
+  }
+}
+
+TEST(LineSet, InsertReportsNewness) {
+  LineSet s;
+  EXPECT_TRUE(s.insert(5));
+  EXPECT_FALSE(s.insert(5));
+  EXPECT_TRUE(s.insert(5 + 4096));  // another leaf
+  EXPECT_TRUE(s.insert(uint64_t(1) << 50));
+  EXPECT_TRUE(s.contains(5));
+  EXPECT_FALSE(s.contains(6));
+  EXPECT_EQ(s.size(), 3u);
+  std::set<uint64_t> ref = {5, 5 + 4096, uint64_t(1) << 50};
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 50000; ++i) {
+    uint64_t k = rng() % 100000;
+    ASSERT_EQ(s.insert(k), ref.insert(k).second);
+  }
+  EXPECT_EQ(s.size(), ref.size());
+}
+
+TEST(Replacement, LruVictimIsOldest) {
+  auto r = std::move(Replacement::make(Policy::LRU, 2, 4, 0).value());
+  for (uint32_t w : {0, 1, 2, 3}) r->touch(1, w);
+  EXPECT_EQ(r->victim(1), 0u);
+  r->touch(1, 0);
+  EXPECT_EQ(r->victim(1), 1u);
+  r->touch(1, 1);
+  r->touch(1, 2);
+  EXPECT_EQ(r->victim(1), 3u);
+  EXPECT_EQ(r->victim(0), 0u);  // sets are independent
+}
+
+TEST(Replacement, TreePlruFollowsTheTree) {
+  auto r = std::move(Replacement::make(Policy::TreePLRU, 1, 4, 0).value());
+  // Touch 0,1,2,3: root points left (3 was last, right half), left node points to 0.
+  for (uint32_t w : {0, 1, 2, 3}) r->touch(0, w);
+  EXPECT_EQ(r->victim(0), 0u);
+  r->touch(0, 0);  // root now points right; right node points at 2 (3 was touched after 2)
+  EXPECT_EQ(r->victim(0), 2u);
+  r->touch(0, 2);  // root left, left node points at 1
+  EXPECT_EQ(r->victim(0), 1u);
+  // A sequence on which tree-PLRU and true LRU part ways.
+  auto lru = std::move(Replacement::make(Policy::LRU, 1, 4, 0).value());
+  auto plru = std::move(Replacement::make(Policy::TreePLRU, 1, 4, 0).value());
+  for (uint32_t w : {0, 1, 2, 3, 0, 3}) lru->touch(0, w), plru->touch(0, w);
+  EXPECT_EQ(lru->victim(0), 1u);   // 1 is the least recently used
+  EXPECT_EQ(plru->victim(0), 1u);  // root: 3 last -> left; left node: 0 last -> 1
+  for (uint32_t w : {2}) lru->touch(0, w), plru->touch(0, w);
+  EXPECT_EQ(lru->victim(0), 1u);
+  EXPECT_EQ(plru->victim(0), 1u);
+  lru->touch(0, 1), plru->touch(0, 1);  // order now 0,3,2,1: LRU victim 0
+  EXPECT_EQ(lru->victim(0), 0u);
+  EXPECT_EQ(plru->victim(0), 3u);  // root: 1 last -> right half; right node: 2 after 3 -> 3
+}
+
+TEST(Replacement, TreePlruRejectsNonPowerOfTwoWays) {
+  auto r = Replacement::make(Policy::TreePLRU, 4, 12, 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("power-of-two"), std::string::npos);
+}
+
+TEST(Replacement, RandomIsDeterministicAndCoversAllWays) {
+  auto a = std::move(Replacement::make(Policy::Random, 4, 8, 42).value());
+  auto b = std::move(Replacement::make(Policy::Random, 4, 8, 42).value());
+  std::set<uint32_t> seen;
+  for (int i = 0; i < 400; ++i) {
+    uint32_t v = a->victim(2);
+    ASSERT_EQ(v, b->victim(2));
+    ASSERT_LT(v, 8u);
+    seen.insert(v);
+  }
+  EXPECT_EQ(seen.size(), 8u);
+}
+
+}  // namespace
+}  // namespace whymiss::sim
