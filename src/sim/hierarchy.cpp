@@ -48,6 +48,7 @@ class Guard {
 struct Departure {
   uint64_t writer_mask = 0;  // granules of the invalidating write (coherence)
   uint64_t my_mask = 0;      // granules this core touched during its tenure
+  uint32_t writer_core = 0;
   uint8_t coherence_levels = 0;  // bit l: removed from private level l by another core's write
   uint8_t inclusion_levels = 0;  // bit l: removed from level l because a farther level evicted it
   // Kind of the eviction behind an inclusion removal, fixed when it happened: Conflict if a
@@ -144,15 +145,19 @@ struct Hierarchy::Impl {
     return shared_shadow->contains(line);
   }
 
-  Outcome classify_private(CoreState& c, uint32_t cid, Shard& sh, size_t l, uint64_t line,
-                           uint64_t gm, bool first, bool shadow_hit) {
+  Outcome classify_private(uint32_t cid, Shard& sh, size_t l, uint64_t line, uint64_t gm,
+                           bool first, bool shadow_hit, LineResult& r) {
     if (first) return Outcome::Compulsory;
     if (!sh.departures.empty()) {
       auto it = sh.departures.find(dkey(line, cid));
       if (it != sh.departures.end()) {
         const Departure& d = it->second;
-        if (d.coherence_levels & (1u << l))
+        if (d.coherence_levels & (1u << l)) {
+          r.writer_core = d.writer_core;
+          r.writer_mask = d.writer_mask;
+          r.tenure_mask = d.my_mask;
           return (d.writer_mask & (d.my_mask | gm)) ? Outcome::TrueSharing : Outcome::FalseSharing;
+        }
         // An inclusion victim misses for the reason the evicting level lost the line.
         if (d.inclusion_levels & (1u << l)) return d.inclusion_kind;
       }
@@ -226,6 +231,7 @@ struct Hierarchy::Impl {
       if (w) {
         Departure d;
         d.writer_mask = gm;
+        d.writer_core = cid;
         bool dirty = false;
         for (size_t l = 0; l < npriv; ++l) {
           int64_t x = o.priv[l]->find(line);
@@ -317,6 +323,7 @@ struct Hierarchy::Impl {
                          bool w) {
     LineResult r;
     r.line = line;
+    r.access_mask = gm;
     sh.counters.line_accesses++;
     Cache& l1 = *c.priv[0];
     // Same line as this core's previous access and still held with enough rights: nothing in
@@ -346,7 +353,7 @@ struct Hierarchy::Impl {
         break;
       }
       if (l == 0) first = c.seen.insert(line);
-      Outcome o = classify_private(c, cid, sh, l, line, gm, first, shadow_hit);
+      Outcome o = classify_private(cid, sh, l, line, gm, first, shadow_hit, r);
       r.level[l] = o;
       count(sh, l, o, w);
     }

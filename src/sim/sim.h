@@ -62,6 +62,12 @@ struct LineResult {
   uint8_t levels_reached = 0;              // 1 = served by L1 ... n+1 (n levels) = from memory
   uint8_t upgrade = 0;                     // a write hit on a shared copy invalidated others
   uint16_t invalidated = 0;                // other cores' copies this access invalidated
+  uint64_t access_mask = 0;                // granules of the line this access touched
+  // Evidence for a sharing miss (zero otherwise): who invalidated this core's copy, which
+  // granules that write touched, and which granules this core had touched in its tenure.
+  uint32_t writer_core = 0;
+  uint64_t writer_mask = 0;
+  uint64_t tenure_mask = 0;
   bool from_memory(size_t nlevels) const { return levels_reached > nlevels; }
 };
 

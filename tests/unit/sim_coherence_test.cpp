@@ -143,3 +143,21 @@ TEST(SimCoherence, ConcurrentThreadsKeepCountsConsistent) {
 
 }  // namespace
 }  // namespace whymiss::sim
+
+namespace whymiss::sim {
+namespace {
+
+TEST(SimCoherence, SharingMissCarriesItsEvidence) {
+  auto h = testing::make(small(), cores(3));
+  h->access(1, 0x5000 + 16, 8, false);          // core 1 touches bytes 16-23
+  h->access(2, 0x5000 + 40, 4, true);           // core 2 writes bytes 40-43: invalidates core 1
+  auto r = h->access(1, 0x5000 + 16, 8, false);
+  ASSERT_EQ(r.lines[0].level[0], Outcome::FalseSharing);
+  EXPECT_EQ(r.lines[0].writer_core, 2u);
+  EXPECT_EQ(r.lines[0].writer_mask, 0xFull << 40);
+  EXPECT_EQ(r.lines[0].tenure_mask, 0xFFull << 16);
+  EXPECT_EQ(r.lines[0].access_mask, 0xFFull << 16);
+}
+
+}  // namespace
+}  // namespace whymiss::sim

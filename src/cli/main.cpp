@@ -1,0 +1,78 @@
+// whymiss: dispatches `whymiss <command> ...` to the command's *_main function.
+#include <iostream>
+#include <string_view>
+
+#include "cli/simulate_cmd.h"
+
+#ifndef WHYMISS_VERSION
+#define WHYMISS_VERSION "unknown"
+#endif
+
+namespace {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*main)(int argc, char** argv, std::ostream& out, std::ostream& err);
+  void (*usage)(std::ostream& out);
+};
+
+// Add new commands here.
+const Command kCommands[] = {
+    {"simulate", "count cache misses by kind by exactly simulating a trace",
+     whymiss::cli::simulate_main, whymiss::cli::simulate_usage},
+};
+
+const Command* find_command(std::string_view name) {
+  for (const Command& c : kCommands) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
+void usage(std::ostream& out) {
+  out << "usage: whymiss <command> [arguments]\n"
+         "\n"
+         "whymiss explains why a program's memory accesses miss in the cache.\n"
+         "\n"
+         "commands:\n";
+  for (const Command& c : kCommands) {
+    out << "  " << c.name << std::string(12 - std::string_view(c.name).size(), ' ') << c.summary
+        << '\n';
+  }
+  out << "\n"
+         "Run 'whymiss <command> --help' for a command's options; 'whymiss --version' for the\n"
+         "version.\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(std::cerr);
+    return 2;
+  }
+  std::string_view cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    if (argc >= 3 && cmd == "help") {
+      if (const Command* c = find_command(argv[2])) {
+        c->usage(std::cout);
+        return 0;
+      }
+      std::cerr << "whymiss: unknown command '" << argv[2]
+                << "'; run 'whymiss --help' for the list\n";
+      return 2;
+    }
+    usage(std::cout);
+    return 0;
+  }
+  if (cmd == "--version" || cmd == "version") {
+    std::cout << "whymiss " << WHYMISS_VERSION << '\n';
+    return 0;
+  }
+  if (const Command* c = find_command(cmd)) {
+    return c->main(argc - 1, argv + 1, std::cout, std::cerr);
+  }
+  std::cerr << "whymiss: unknown command '" << cmd << "'; run 'whymiss --help' for the list\n";
+  return 2;
+}
