@@ -1,0 +1,243 @@
+#include "model/profile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+namespace whymiss::profile {
+namespace {
+
+uint64_t fnv1a(uint64_t h, const void* data, size_t n) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+constexpr uint64_t kFnvBasis = 0xcbf29ce484222325ull;
+
+bool write_all(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= size_t(w);
+  }
+  return true;
+}
+
+// "path" + ".tmp." + pid, without the heap. Returns false when it does not fit.
+bool temp_name(const char* path, char* out, size_t cap) {
+  size_t n = std::strlen(path);
+  const char suffix[] = ".tmp.";
+  char digits[24];
+  int nd = 0;
+  for (unsigned long v = (unsigned long)getpid(); v || nd == 0; v /= 10) digits[nd++] = char('0' + v % 10);
+  if (n + sizeof(suffix) + nd + 1 > cap) return false;
+  std::memcpy(out, path, n);
+  std::memcpy(out + n, suffix, sizeof(suffix) - 1);
+  n += sizeof(suffix) - 1;
+  while (nd) out[n++] = digits[--nd];
+  out[n] = '\0';
+  return true;
+}
+
+}  // namespace
+
+int write_profile_sections(const char* path, const SectionData* sections, uint32_t n) {
+  char tmp[4096];
+  if (!temp_name(path, tmp, sizeof tmp)) return ENAMETOOLONG;
+  int fd = ::open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno;
+  FileHeader h{};
+  std::memcpy(h.magic, kMagic, sizeof kMagic);
+  h.version = kVersion;
+  h.section_count = n;
+  uint64_t offset = sizeof(FileHeader) + uint64_t(n) * sizeof(SectionHeader);
+  uint64_t sum = kFnvBasis;
+  bool ok = write_all(fd, &h, sizeof h);  // placeholder; rewritten with size and checksum
+  for (uint32_t i = 0; ok && i < n; ++i) {
+    SectionHeader s{};
+    s.kind = uint32_t(sections[i].kind);
+    s.record_size = sections[i].record_size;
+    s.count = sections[i].count;
+    s.offset = offset;
+    offset += s.count * s.record_size;
+    sum = fnv1a(sum, &s, sizeof s);
+    ok = write_all(fd, &s, sizeof s);
+  }
+  for (uint32_t i = 0; ok && i < n; ++i) {
+    size_t bytes = size_t(sections[i].count) * sections[i].record_size;
+    sum = fnv1a(sum, sections[i].data, bytes);
+    ok = write_all(fd, sections[i].data, bytes);
+  }
+  h.file_size = offset;
+  h.checksum = sum;
+  if (ok) ok = ::pwrite(fd, &h, sizeof h, 0) == ssize_t(sizeof h);
+  if (ok) ok = ::fsync(fd) == 0;
+  int err = ok ? 0 : (errno ? errno : EIO);
+  if (::close(fd) != 0 && !err) err = errno;
+  if (!err && ::rename(tmp, path) != 0) err = errno;
+  if (err) ::unlink(tmp);
+  return err;
+}
+
+Status write_profile(const std::string& path, const Profile& p) {
+  std::string strings;
+  auto add = [&](const std::string& s) {
+    uint32_t off = uint32_t(strings.size());
+    strings += s;
+    strings.push_back('\0');
+    return off;
+  };
+  MetaRecord meta = p.meta;
+  meta.command_str = add(p.command);
+  meta.geometry_source_str = add(p.geometry_source);
+  std::vector<LevelRecord> levels;
+  for (const auto& l : p.geometry.levels) {
+    LevelRecord r{};
+    r.size = l.size;
+    r.ways = l.ways;
+    r.line = l.line;
+    std::strncpy(r.name, l.name.c_str(), sizeof r.name - 1);
+    levels.push_back(r);
+  }
+  std::vector<ModuleRecord> modules;
+  for (const auto& m : p.modules) {
+    ModuleRecord r = m.rec;
+    r.path_str = add(m.path);
+    modules.push_back(r);
+  }
+  SectionData s[] = {
+      {Section::Meta, sizeof(MetaRecord), 1, &meta},
+      {Section::Levels, sizeof(LevelRecord), levels.size(), levels.data()},
+      {Section::Counters, sizeof(CounterRecord), p.counters.size(), p.counters.data()},
+      {Section::Strings, 1, strings.size(), strings.data()},
+      {Section::Modules, sizeof(ModuleRecord), modules.size(), modules.data()},
+      {Section::Threads, sizeof(ThreadRecord), p.threads.size(), p.threads.data()},
+      {Section::Instructions, sizeof(InstructionRecord), p.instructions.size(), p.instructions.data()},
+      {Section::Lines, sizeof(LineRecord), p.lines.size(), p.lines.data()},
+      {Section::Objects, sizeof(ObjectRecord), p.objects.size(), p.objects.data()},
+      {Section::Sites, sizeof(SiteRecord), p.sites.size(), p.sites.data()},
+  };
+  int err = write_profile_sections(path.c_str(), s, sizeof s / sizeof s[0]);
+  if (err) return make_error("cannot write profile '" + path + "': " + std::strerror(err));
+  return Ok{};
+}
+
+namespace {
+
+template <typename T>
+bool take(const uint8_t* data, const SectionHeader& s, std::vector<T>* out) {
+  if (s.record_size != sizeof(T)) return false;
+  out->resize(s.count);
+  if (s.count) std::memcpy(out->data(), data + s.offset, s.count * sizeof(T));
+  return true;
+}
+
+}  // namespace
+
+Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::string& name) {
+  auto bad = [&](const std::string& why) {
+    return make_error("'" + name + "' is not a valid whymiss profile: " + why);
+  };
+  FileHeader h;
+  if (size < sizeof h) return bad("it is too short to hold a header");
+  std::memcpy(&h, data, sizeof h);
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) return bad("it does not start with the whymiss magic number");
+  if (h.version != kVersion)
+    return make_error("'" + name + "' is a whymiss profile of format version " +
+                      std::to_string(h.version) + ", but this whymiss reads version " +
+                      std::to_string(kVersion));
+  if (h.file_size != size)
+    return bad("it is " + std::to_string(size) + " bytes but its header says " +
+               std::to_string(h.file_size) + " (truncated or appended to)");
+  if (fnv1a(kFnvBasis, data + sizeof h, size - sizeof h) != h.checksum)
+    return bad("its checksum does not match (the file is corrupt)");
+  if (h.section_count > 64 || sizeof h + uint64_t(h.section_count) * sizeof(SectionHeader) > size)
+    return bad("its section table does not fit in the file");
+
+  Profile p;
+  std::vector<LevelRecord> levels;
+  std::string strings;
+  bool have_meta = false, have_levels = false, have_counters = false;
+  for (uint32_t i = 0; i < h.section_count; ++i) {
+    SectionHeader s;
+    std::memcpy(&s, data + sizeof h + i * sizeof(SectionHeader), sizeof s);
+    if (s.record_size == 0 || s.count > size / s.record_size || s.offset > size ||
+        s.count * s.record_size > size - s.offset)
+      return bad("section " + std::to_string(i) + " lies outside the file");
+    bool ok = true;
+    switch (Section(s.kind)) {
+      case Section::Meta:
+        ok = s.record_size == sizeof(MetaRecord) && s.count == 1;
+        if (ok) std::memcpy(&p.meta, data + s.offset, sizeof p.meta);
+        have_meta = ok;
+        break;
+      case Section::Levels: ok = take(data, s, &levels); have_levels = ok; break;
+      case Section::Counters: ok = take(data, s, &p.counters); have_counters = ok; break;
+      case Section::Strings:
+        ok = s.record_size == 1;
+        if (ok) strings.assign(reinterpret_cast<const char*>(data + s.offset), s.count);
+        break;
+      case Section::Modules: {
+        std::vector<ModuleRecord> m;
+        ok = take(data, s, &m);
+        for (const auto& r : m) p.modules.push_back({r, ""});
+        break;
+      }
+      case Section::Threads: ok = take(data, s, &p.threads); break;
+      case Section::Instructions: ok = take(data, s, &p.instructions); break;
+      case Section::Lines: ok = take(data, s, &p.lines); break;
+      case Section::Objects: ok = take(data, s, &p.objects); break;
+      case Section::Sites: ok = take(data, s, &p.sites); break;
+      default: break;  // unknown sections of the same version are skipped
+    }
+    if (!ok) return bad("section " + std::to_string(i) + " has records of an unexpected size");
+  }
+  if (!have_meta || !have_levels || !have_counters)
+    return bad("it lacks the meta, levels or counters section");
+  auto str = [&](uint32_t off, std::string* out) {
+    if (off == kNoString) return true;
+    if (off >= strings.size()) return false;
+    size_t end = strings.find('\0', off);
+    if (end == std::string::npos) return false;
+    out->assign(strings, off, end - off);
+    return true;
+  };
+  if (!str(p.meta.command_str, &p.command) || !str(p.meta.geometry_source_str, &p.geometry_source))
+    return bad("a string reference points outside its string table");
+  for (auto& m : p.modules)
+    if (!str(m.rec.path_str, &m.path)) return bad("a module path points outside its string table");
+  for (const auto& l : levels) {
+    LevelGeometry g;
+    g.name.assign(l.name, strnlen(l.name, sizeof l.name));
+    g.size = l.size;
+    g.ways = l.ways;
+    g.line = l.line;
+    p.geometry.levels.push_back(g);
+  }
+  p.geometry.source = p.geometry_source;
+  if (auto v = validate(p.geometry); !v) return bad(v.error());
+  if (p.counters.size() != levels.size()) return bad("it has counters for a different number of levels");
+  if (p.meta.mode < 1 || p.meta.mode > 3) return bad("its collection mode is unknown");
+  for (const auto& s : p.objects)
+    if (s.site != kNoSite && s.site >= p.sites.size()) return bad("an object names a missing allocation site");
+  for (const auto& s : p.sites)
+    if (s.depth > kSiteFrames) return bad("an allocation site is deeper than the format allows");
+  return p;
+}
+
+Result<Profile> read_profile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return make_error("cannot open profile '" + path + "': " + std::strerror(errno));
+  std::vector<uint8_t> buf((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (f.bad()) return make_error("cannot read profile '" + path + "'");
+  return parse_profile(buf.data(), buf.size(), path);
+}
+
+}  // namespace whymiss::profile

@@ -1,0 +1,28 @@
+// The profile reader must reject any malformed bytes with an error, never crash or over-read.
+// Half the inputs get a correct size and checksum patched in, so mutations reach the section
+// table and records instead of stopping at the integrity checks.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "model/profile.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace whymiss::profile;
+  auto r = parse_profile(data, size, "fuzz");
+  if (!r.ok() && r.error().empty()) __builtin_trap();
+  if (size >= sizeof(FileHeader)) {
+    std::vector<uint8_t> b(data, data + size);
+    FileHeader h;
+    std::memcpy(&h, b.data(), sizeof h);
+    h.file_size = size;
+    uint64_t sum = 0xcbf29ce484222325ull;
+    for (size_t i = sizeof h; i < size; ++i) sum = (sum ^ b[i]) * 0x100000001b3ull;
+    h.checksum = sum;
+    std::memcpy(b.data(), &h, sizeof h);
+    auto r2 = parse_profile(b.data(), b.size(), "fuzz");
+    if (!r2.ok() && r2.error().empty()) __builtin_trap();
+  }
+  return 0;
+}

@@ -1,0 +1,141 @@
+// The profile file: round trip, and one clear error for every way a file can be wrong.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "model/profile.h"
+
+namespace whymiss::profile {
+namespace {
+
+namespace fs = std::filesystem;
+
+Profile sample() {
+  Profile p;
+  p.meta.mode = uint32_t(Mode::Exact);
+  p.meta.cores = 2;
+  p.meta.accesses = 12345;
+  p.meta.exited = 1;
+  p.command = "./prog --flag";
+  p.geometry_source = "--cache";
+  p.geometry.levels = {{"L1", 48 * 1024, 12, 64}, {"L3", 32u << 20, 16, 64}};
+  p.counters.resize(2);
+  p.counters[0].by_kind[3][1] = 77;
+  p.modules.push_back({ModuleRecord{0x1000, 0x1000, 0x5000, 0, 0}, "/bin/prog"});
+  p.threads.push_back(ThreadRecord{0, 4242, 0, 0, 99, {1, 2, 3, 4}});
+  InstructionRecord ir{};
+  ir.ip = 0x401234;
+  ir.misses[0][3] = 50;
+  p.instructions.push_back(ir);
+  LineRecord lr{};
+  lr.line = 0x7f00000;
+  lr.misses[5] = 10;
+  p.lines.push_back(lr);
+  ObjectRecord o{};
+  o.serial = 7;
+  o.size = 64;
+  o.site = 0;
+  p.objects.push_back(o);
+  SiteRecord s{};
+  s.depth = 2;
+  s.frames[0] = 0x401000;
+  p.sites.push_back(s);
+  return p;
+}
+
+class ProfileFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("whymiss-profile-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    path_ = (dir_ / "p.data").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::vector<char> bytes() {
+    std::ifstream f(path_, std::ios::binary);
+    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+  }
+  void put(const std::vector<char>& b) {
+    std::ofstream f(path_, std::ios::binary | std::ios::trunc);
+    f.write(b.data(), std::streamsize(b.size()));
+  }
+  fs::path dir_;
+  std::string path_;
+};
+
+TEST_F(ProfileFile, RoundTrips) {
+  ASSERT_TRUE(write_profile(path_, sample()).ok());
+  auto r = read_profile(path_);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->meta.accesses, 12345u);
+  EXPECT_EQ(r->command, "./prog --flag");
+  EXPECT_EQ(r->geometry.to_spec(), "L1=48K:12:64,L3=32M:16:64");
+  EXPECT_EQ(r->counters[0].by_kind[3][1], 77u);
+  ASSERT_EQ(r->modules.size(), 1u);
+  EXPECT_EQ(r->modules[0].path, "/bin/prog");
+  EXPECT_EQ(r->threads[0].tid, 4242u);
+  EXPECT_EQ(r->instructions[0].misses[0][3], 50u);
+  EXPECT_EQ(r->lines[0].misses[5], 10u);
+  EXPECT_EQ(r->objects[0].serial, 7u);
+  EXPECT_EQ(r->sites[0].frames[0], 0x401000u);
+  // Written atomically: no temporary file is left beside it.
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+}
+
+TEST_F(ProfileFile, TruncatedFileIsRejected) {
+  ASSERT_TRUE(write_profile(path_, sample()).ok());
+  auto b = bytes();
+  b.resize(b.size() - 10);
+  put(b);
+  auto r = read_profile(path_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("truncated"), std::string::npos) << r.error();
+}
+
+TEST_F(ProfileFile, CorruptByteIsRejected) {
+  ASSERT_TRUE(write_profile(path_, sample()).ok());
+  auto b = bytes();
+  b[b.size() / 2] ^= 0x40;
+  put(b);
+  auto r = read_profile(path_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("checksum"), std::string::npos) << r.error();
+}
+
+TEST_F(ProfileFile, ForeignFileIsRejected) {
+  put(std::vector<char>(200, 'x'));
+  auto r = read_profile(path_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("not a valid whymiss profile"), std::string::npos);
+  put({});
+  EXPECT_FALSE(read_profile(path_).ok());
+}
+
+TEST_F(ProfileFile, OtherVersionIsNamed) {
+  ASSERT_TRUE(write_profile(path_, sample()).ok());
+  auto b = bytes();
+  b[8] = 99;  // FileHeader::version
+  put(b);
+  auto r = read_profile(path_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("version 99"), std::string::npos) << r.error();
+}
+
+TEST_F(ProfileFile, MissingFileIsOneSentence) {
+  auto r = read_profile((dir_ / "nope").string());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("cannot open profile"), std::string::npos);
+  EXPECT_EQ(r.error().find('\n'), std::string::npos);
+}
+
+TEST_F(ProfileFile, UnwritableDirectoryFailsCleanly) {
+  auto st = write_profile((dir_ / "no" / "such" / "dir" / "p").string(), sample());
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().find("cannot write profile"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace whymiss::profile
