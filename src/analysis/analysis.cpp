@@ -1,0 +1,377 @@
+#include "analysis/analysis.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+namespace whymiss::analysis {
+namespace {
+
+using profile::InstructionRecord;
+using profile::LineRecord;
+using profile::ObjectRecord;
+constexpr int kCompulsory = 1, kCapacity = 2, kConflict = 3, kTrue = 4, kFalse = 5;
+
+uint64_t level_misses(const profile::CounterRecord& c) {
+  uint64_t n = 0;
+  for (int k = 1; k < profile::kKinds; ++k) n += c.by_kind[k][0] + c.by_kind[k][1];
+  return n;
+}
+
+uint64_t total_accesses(const profile::CounterRecord& c) {
+  uint64_t n = 0;
+  for (int k = 0; k < profile::kKinds; ++k) n += c.by_kind[k][0] + c.by_kind[k][1];
+  return n;
+}
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+Evidence num(std::string key, double v, std::string text = "") {
+  Evidence e{std::move(key), text.empty() ? fmt("%.0f", v) : std::move(text), v, true};
+  return e;
+}
+Evidence txt(std::string key, std::string text) { return Evidence{std::move(key), std::move(text), 0, false}; }
+
+std::vector<uint32_t> threads_of(uint64_t mask) {
+  std::vector<uint32_t> t;
+  for (uint32_t i = 0; i < 64; ++i)
+    if (mask >> i & 1) t.push_back(i);
+  return t;
+}
+
+class Analyzer {
+ public:
+  Analyzer(const profile::Profile& p, const Knobs& k) : p_(p), k_(k) {
+    for (const auto& o : p.objects) by_serial_[o.serial] = &o;
+    for (const auto& ir : p.instructions) by_ip_[ir.ip] = &ir;
+    nlevels_ = p.geometry.levels.size();
+    line_ = p.geometry.line();
+    for (size_t l = 0; l < nlevels_; ++l) {
+      level_misses_[l] = level_misses(p.counters[l]);
+    }
+    accesses_ = total_accesses(p.counters[0]);
+  }
+
+  Analysis run() {
+    Analysis a;
+    if (accesses_ == 0) {
+      a.notes.push_back("the program made no recorded memory accesses");
+      return a;
+    }
+    if (!gate_open(&a)) return a;
+    sharing(&a);
+    capacity_conflict(&a);
+    std::stable_sort(a.findings.begin(), a.findings.end(),
+                     [](const Finding& x, const Finding& y) { return x.cost > y.cost; });
+    return a;
+  }
+
+ private:
+  bool gate_open(Analysis* a) {
+    const auto& c = p_.counters[0];
+    uint64_t loads = 0, stores = 0, load_miss = 0, store_miss = 0;
+    for (int kd = 0; kd < profile::kKinds; ++kd) {
+      loads += c.by_kind[kd][0];
+      stores += c.by_kind[kd][1];
+      if (kd != 0 && kd != kCompulsory) {
+        load_miss += c.by_kind[kd][0];
+        store_miss += c.by_kind[kd][1];
+      }
+    }
+    double lr = loads ? double(load_miss) / double(loads) : 0;
+    double sr = stores ? double(store_miss) / double(stores) : 0;
+    if ((k_.min_load_miss_rate > 0 || k_.min_store_miss_rate > 0) && lr < k_.min_load_miss_rate &&
+        sr < k_.min_store_miss_rate) {
+      char b[256];
+      std::snprintf(b, sizeof b,
+                    "non-compulsory L1 miss rates (loads %.2f%%, stores %.2f%%) are below the "
+                    "reporting thresholds (%.1f%%, %.1f%%): no significant cache problem",
+                    100 * lr, 100 * sr, 100 * k_.min_load_miss_rate, 100 * k_.min_store_miss_rate);
+      a->notes.push_back(b);
+      return false;
+    }
+    return true;
+  }
+
+  bool significant(uint64_t accesses, uint64_t misses, int level) const {
+    return misses >= k_.min_misses && double(accesses) >= k_.min_access_share * double(accesses_) &&
+           double(misses) >= k_.min_miss_share * double(level_misses_[level]);
+  }
+
+  ObjectRef heap_ref(const ObjectRecord& o) const {
+    ObjectRef r;
+    r.heap = true;
+    r.serial = o.serial;
+    r.start = o.start;
+    r.size = o.size;
+    r.alloc_thread = o.alloc_thread;
+    r.site = o.site;
+    r.threads = threads_of(o.thread_mask);
+    for (int kd = kCapacity; kd < profile::kKinds; ++kd) r.misses += o.misses[kd];
+    return r;
+  }
+
+  // ---- sharing: one finding per heap object (or per line outside the heap) ----
+  void sharing(Analysis* a) {
+    struct Group {
+      std::vector<const LineRecord*> lines;
+      uint64_t fs = 0, ts = 0;
+    };
+    std::map<std::pair<uint64_t, uint64_t>, Group> groups;  // (object serial, or 0 and line)
+    for (const LineRecord& l : p_.lines) {
+      uint64_t serial = l.object_count == 1 ? l.objects[0] : 0;
+      auto key = serial ? std::make_pair(serial, uint64_t(0)) : std::make_pair(uint64_t(0), l.line);
+      Group& g = groups[key];
+      g.lines.push_back(&l);
+      g.fs += l.misses[kFalse];
+      g.ts += l.misses[kTrue];
+    }
+    for (auto& [key, g] : groups) {
+      Finding f;
+      f.kind = g.fs >= g.ts ? Kind::FalseSharing : Kind::TrueSharing;
+      f.level = 0;
+      f.misses = g.fs + g.ts;
+      uint64_t accesses = 0;
+      std::set<uint64_t> ips;
+      std::map<uint32_t, LineThread> threads;
+      std::set<uint64_t> serials;
+      for (const LineRecord* l : g.lines) {
+        for (uint64_t ip : l->ips)
+          if (ip) ips.insert(ip);
+        for (int i = 0; i < profile::kLineThreads; ++i) {
+          if (l->threads[i] == profile::kNoThread) continue;
+          LineThread& t = threads[l->threads[i]];
+          t.thread = l->threads[i];
+          t.read_mask |= l->read_mask[i];
+          t.write_mask |= l->write_mask[i];
+        }
+        for (int i = 0; i < profile::kRefs; ++i)
+          if (l->objects[i]) serials.insert(l->objects[i]);
+      }
+      for (uint64_t ip : ips) {
+        uint64_t m = 0;
+        if (auto it = by_ip_.find(ip); it != by_ip_.end()) {
+          m = it->second->misses[0][kFalse] + it->second->misses[0][kTrue];
+          accesses += it->second->accesses[0] + it->second->accesses[1];
+        }
+        f.instructions.push_back({ip, m});
+      }
+      if (!significant(accesses, f.misses, 0)) continue;
+      std::sort(f.instructions.begin(), f.instructions.end(),
+                [](const InstrRef& x, const InstrRef& y) { return x.misses > y.misses; });
+      for (auto& [t, lt] : threads) f.line_threads.push_back(lt);
+      std::set<uint32_t> alloc_threads, users;
+      for (uint64_t s : serials) {
+        auto it = by_serial_.find(s);
+        if (it == by_serial_.end()) continue;
+        ObjectRef r = heap_ref(*it->second);
+        alloc_threads.insert(r.alloc_thread);
+        users.insert(r.threads.begin(), r.threads.end());
+        f.objects.push_back(std::move(r));
+      }
+      if (f.objects.empty()) {
+        ObjectRef r;  // not on the heap: named at report time from an address on the line
+        r.sample_addr = g.lines.front()->line * line_;
+        r.misses = f.misses;
+        f.objects.push_back(r);
+      }
+      const bool allocator = f.kind == Kind::FalseSharing && f.objects.size() >= 2 &&
+                             alloc_threads.size() >= 2 && users.size() >= 2;
+      f.origin = allocator ? Origin::Allocator : Origin::Application;
+      f.line_addr = g.lines.front()->line * line_;
+      f.lines = uint32_t(g.lines.size());
+      f.share = level_misses_[0] ? double(f.misses) / double(level_misses_[0]) : 0;
+      f.cost = double(f.misses) * k_.penalty_coherence;
+      f.evidence.push_back(num("false_sharing_misses", double(g.fs)));
+      f.evidence.push_back(num("true_sharing_misses", double(g.ts)));
+      f.evidence.push_back(num("lines", double(g.lines.size())));
+      f.evidence.push_back(num("threads", double(threads.size())));
+      if (f.origin == Origin::Allocator)
+        f.evidence.push_back(num("allocating_threads", double(alloc_threads.size())));
+      f.suggestion = suggestion(f);
+      a->findings.push_back(std::move(f));
+    }
+  }
+
+  // ---- capacity and conflict: per instruction, grouped by the heap objects they touch ----
+  void capacity_conflict(Analysis* a) {
+    struct Cand {
+      const InstructionRecord* ir;
+      Kind kind;
+      int level;
+      uint64_t misses;
+      double cost;
+    };
+    std::vector<Cand> cands;
+    for (const InstructionRecord& ir : p_.instructions) {
+      uint64_t acc = ir.accesses[0] + ir.accesses[1];
+      Cand best{&ir, Kind::Capacity, -1, 0, 0};
+      for (size_t l = 0; l < nlevels_; ++l) {
+        for (int kd : {kCapacity, kConflict}) {
+          uint64_t m = ir.misses[l][kd];
+          if (!significant(acc, m, int(l))) continue;
+          double cost = double(m) * k_.penalty_next_level[l];
+          if (cost > best.cost) best = {&ir, kd == kConflict ? Kind::Conflict : Kind::Capacity, int(l), m, cost};
+        }
+      }
+      if (best.level >= 0) cands.push_back(best);
+    }
+    // Instructions of one kind and level that touch a common heap object form one finding.
+    std::vector<bool> used(cands.size(), false);
+    for (size_t i = 0; i < cands.size(); ++i) {
+      if (used[i]) continue;
+      used[i] = true;
+      std::vector<const Cand*> members{&cands[i]};
+      std::set<uint64_t> objs(std::begin(cands[i].ir->objects), std::end(cands[i].ir->objects));
+      objs.erase(0);
+      for (size_t j = i + 1; j < cands.size() && !objs.empty(); ++j) {
+        if (used[j] || cands[j].kind != cands[i].kind || cands[j].level != cands[i].level) continue;
+        bool shares = false;
+        for (uint64_t s : cands[j].ir->objects) shares |= s && objs.count(s);
+        if (!shares) continue;
+        used[j] = true;
+        members.push_back(&cands[j]);
+        for (uint64_t s : cands[j].ir->objects)
+          if (s) objs.insert(s);
+      }
+      a->findings.push_back(make_cc_finding(members, objs));
+    }
+  }
+
+  template <typename CandT>
+  Finding make_cc_finding(const std::vector<const CandT*>& members, const std::set<uint64_t>& serials) {
+    Finding f;
+    f.kind = members[0]->kind;
+    f.level = members[0]->level;
+    uint64_t set_mask = 0;
+    bool more_objects = false;
+    std::set<uint64_t> addrs;
+    for (const CandT* c : members) {
+      f.misses += c->misses;
+      f.cost += c->cost;
+      f.instructions.push_back({c->ir->ip, c->misses});
+      set_mask |= c->ir->l1_set_mask;
+      more_objects |= c->ir->object_count > uint32_t(profile::kRefs);
+      for (uint64_t a : c->ir->sample_addrs)
+        if (a) addrs.insert(a);
+    }
+    std::sort(f.instructions.begin(), f.instructions.end(),
+              [](const InstrRef& x, const InstrRef& y) { return x.misses > y.misses; });
+    f.share = level_misses_[f.level] ? double(f.misses) / double(level_misses_[f.level]) : 0;
+    // Heap objects, and whether the allocator lined them up on the same sets.
+    const LevelGeometry& l1 = p_.geometry.levels[0];
+    const uint64_t period = l1.sets() * l1.line;
+    std::map<uint64_t, int> offsets;  // start modulo the L1 set period -> objects
+    for (uint64_t s : serials) {
+      auto it = by_serial_.find(s);
+      if (it == by_serial_.end()) continue;
+      f.objects.push_back(heap_ref(*it->second));
+      offsets[(it->second->start % period) / l1.line]++;
+    }
+    int aligned = 0;
+    for (auto& [off, n] : offsets) aligned = std::max(aligned, n);
+    const bool allocator = f.kind == Kind::Conflict && f.objects.size() >= 2 && aligned >= 2;
+    f.origin = allocator ? Origin::Allocator : Origin::Application;
+    if (f.objects.empty())
+      for (uint64_t a : addrs) {  // globals and other non-heap data, named at report time
+        ObjectRef r;
+        r.sample_addr = a;
+        f.objects.push_back(r);
+        break;
+      }
+    int sets = __builtin_popcountll(set_mask);
+    f.evidence.push_back(num("misses_at_level", double(f.misses)));
+    f.evidence.push_back(num("l1_sets_touched", double(sets),
+                             std::to_string(sets) + " of " + std::to_string(std::min<uint64_t>(64, l1.sets())) +
+                                 (l1.sets() > 64 ? " (set index mod 64)" : "")));
+    for (size_t l = 0; l < nlevels_; ++l) {
+      uint64_t cap = 0, conf = 0;
+      for (const CandT* c : members) cap += c->ir->misses[l][kCapacity], conf += c->ir->misses[l][kConflict];
+      f.evidence.push_back(txt(p_.geometry.levels[l].name + "_capacity_conflict",
+                               std::to_string(cap) + " capacity, " + std::to_string(conf) + " conflict"));
+    }
+    if (!f.objects.empty() && f.objects[0].heap) {
+      f.evidence.push_back(num("heap_objects", double(f.objects.size()),
+                               std::to_string(f.objects.size()) + (more_objects ? "+" : "")));
+      f.evidence.push_back(num("objects_at_same_set_offset", aligned));
+    }
+    f.suggestion = suggestion(f);
+    return f;
+  }
+
+  std::string suggestion(const Finding& f) const {
+    const std::string line = std::to_string(line_);
+    switch (f.kind) {
+      case Kind::FalseSharing:
+        return f.origin == Origin::Allocator
+                   ? "the allocator put objects of different threads on one line: allocate them with "
+                     "aligned_alloc(" + line + ", ...) or pad them to " + line +
+                         " bytes, or use an allocator with per-thread heaps"
+                   : "pad or align each thread's data to its own " + line +
+                         "-byte line (e.g. alignas(" + line + ") on the per-thread field)";
+      case Kind::TrueSharing:
+        return "threads update the same bytes: keep per-thread copies (locals or thread-local) "
+               "and combine them once";
+      case Kind::Conflict:
+        return f.origin == Origin::Allocator
+                   ? "heap objects start at the same offset within the set period and map to the "
+                     "same sets: stagger their start addresses (offset each by a few lines) or use "
+                     "an allocator that does not align them alike"
+                   : "the accesses stride through few sets (a power-of-two stride): pad the rows "
+                     "(e.g. one extra line per row) or interchange the loops";
+      case Kind::Capacity:
+        return "the data touched between reuses exceeds " + p_.geometry.levels[f.level].name +
+               ": tile or block the loops so each block fits, or fuse passes over the data";
+    }
+    return "";
+  }
+
+  const profile::Profile& p_;
+  const Knobs& k_;
+  std::unordered_map<uint64_t, const ObjectRecord*> by_serial_;
+  std::unordered_map<uint64_t, const InstructionRecord*> by_ip_;
+  size_t nlevels_ = 0;
+  uint32_t line_ = 64;
+  uint64_t level_misses_[profile::kLevels] = {};
+  uint64_t accesses_ = 0;
+};
+
+}  // namespace
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::FalseSharing: return "false_sharing";
+    case Kind::TrueSharing: return "true_sharing";
+    case Kind::Conflict: return "conflict";
+    case Kind::Capacity: return "capacity";
+  }
+  return "?";
+}
+
+const char* origin_name(Origin o) { return o == Origin::Allocator ? "allocator" : "application"; }
+
+Analysis analyze(const profile::Profile& p, const Knobs& k) { return Analyzer(p, k).run(); }
+
+std::string byte_ranges(uint64_t mask, uint32_t granule) {
+  std::string out;
+  for (int i = 0; i < 64;) {
+    if (!(mask >> i & 1)) {
+      ++i;
+      continue;
+    }
+    int j = i;
+    while (j + 1 < 64 && (mask >> (j + 1) & 1)) ++j;
+    if (!out.empty()) out += ",";
+    out += std::to_string(i * granule) + "-" + std::to_string((j + 1) * granule - 1);
+    i = j + 1;
+  }
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace whymiss::analysis

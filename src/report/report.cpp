@@ -1,0 +1,287 @@
+#include "report/report.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "report/json.h"
+
+namespace whymiss::report {
+namespace {
+
+using analysis::Finding;
+const char* kKindNames[profile::kKinds] = {"hit", "compulsory", "capacity", "conflict",
+                                           "true_sharing", "false_sharing"};
+
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", (unsigned long long)v);
+  return b;
+}
+
+std::string thousands(uint64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = int(s.size()) - 3; i > 0; i -= 3) s.insert(size_t(i), ",");
+  return s;
+}
+
+std::string pct(double f) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f%%", 100 * f);
+  return b;
+}
+
+std::string basename(const std::string& f) {
+  size_t s = f.rfind('/');
+  return s == std::string::npos ? f : f.substr(s + 1);
+}
+
+uint64_t sum_kind(const profile::CounterRecord& c, int k) { return c.by_kind[k][0] + c.by_kind[k][1]; }
+uint64_t accesses(const profile::CounterRecord& c) {
+  uint64_t n = 0;
+  for (int k = 0; k < profile::kKinds; ++k) n += sum_kind(c, k);
+  return n;
+}
+
+std::string how(const profile::Profile& p) {
+  return p.meta.mode == uint32_t(profile::Mode::Exact) ? "counted" : "sampled";
+}
+
+// What the report says of one object of a finding.
+struct ObjectView {
+  std::string name;  // global name, or "" for heap objects
+  bool heap = false;
+  CodeLoc site;
+  uint64_t start = 0, size = 0;
+  uint32_t alloc_thread = 0;
+  std::vector<uint32_t> threads;
+};
+
+ObjectView view(const analysis::ObjectRef& r, const profile::Profile& p, Namer& n) {
+  ObjectView v;
+  v.heap = r.heap;
+  v.start = r.start;
+  v.size = r.size;
+  v.alloc_thread = r.alloc_thread;
+  v.threads = r.threads;
+  if (r.heap) {
+    if (r.site < p.sites.size()) v.site = n.site(p.sites[r.site]);
+    else v.site = {"??", "", 0};
+  } else if (auto g = n.global(r.sample_addr)) {
+    v.name = g->name;
+    v.start = g->start;
+    v.size = g->size;
+  } else {
+    v.name = "(data at " + hex(r.sample_addr) + ", not a heap object or named global)";
+  }
+  return v;
+}
+
+std::string where(const CodeLoc& c) {
+  if (c.file.empty()) return c.function;
+  return c.function + "  " + basename(c.file) + ":" + std::to_string(c.line);
+}
+
+void json_loc(JsonWriter& w, const CodeLoc& c) {
+  w.field("function", c.function).field("file", c.file).field("line", c.line);
+}
+
+void write_json(std::ostream& out, const profile::Profile& p, const analysis::Analysis& a,
+                Namer& n, const Options& o) {
+  JsonWriter w(out);
+  w.begin_object();
+  w.field("tool", "whymiss").field("schema_version", 1).field("mode", mode_name(p.meta.mode));
+  w.field("how", how(p));
+  w.field("command", p.command);
+  w.key("exit").begin_object();
+  if (p.meta.exited) w.field("code", p.meta.exit_code); else w.key("code").null();
+  w.field("signal", p.meta.term_signal).end_object();
+  w.key("cache").begin_object().field("source", p.geometry_source).field("spec", p.geometry.to_spec());
+  w.key("levels").begin_array();
+  for (size_t l = 0; l < p.geometry.levels.size(); ++l) {
+    const auto& g = p.geometry.levels[l];
+    w.begin_object().field("name", g.name).field("size", g.size).field("ways", g.ways);
+    w.field("line", g.line).field("sets", g.sets());
+    w.field("shared", p.geometry.levels.size() >= 2 && l + 1 == p.geometry.levels.size());
+    w.end_object();
+  }
+  w.end_array().end_object();
+  w.field("threads", p.meta.threads_seen);
+  if (p.meta.cores) w.field("cores", p.meta.cores); else w.field("cores", "one per thread");
+  w.key("totals").begin_object().field("accesses", p.meta.accesses);
+  w.field("dropped_accesses", p.meta.dropped_accesses).field("dropped_records", p.meta.dropped_records);
+  w.key("levels").begin_array();
+  for (size_t l = 0; l < p.counters.size(); ++l) {
+    const auto& c = p.counters[l];
+    uint64_t acc = accesses(c), hits = sum_kind(c, 0);
+    w.begin_object().field("name", p.geometry.levels[l].name).field("accesses", acc);
+    w.field("hits", hits).field("misses", acc - hits);
+    w.key("misses_by_kind").begin_object();
+    for (int k = 1; k < profile::kKinds; ++k) {
+      w.key(kKindNames[k]).begin_object().field("read", c.by_kind[k][0]).field("write", c.by_kind[k][1]);
+      w.field("total", sum_kind(c, k)).end_object();
+    }
+    w.end_object().end_object();
+  }
+  w.end_array().end_object();
+  w.key("findings").begin_array();
+  for (size_t i = 0; i < a.findings.size() && i < o.max_findings; ++i) {
+    const Finding& f = a.findings[i];
+    w.begin_object().field("kind", analysis::kind_name(f.kind));
+    w.field("origin", analysis::origin_name(f.origin));
+    w.field("level", p.geometry.levels[size_t(f.level)].name).field("misses", f.misses);
+    w.field("share", f.share, 4).field("how", how(p));
+    w.field("cost_cycles", f.cost, 0).field("cost_how", "modelled");
+    w.key("instructions").begin_array();
+    for (size_t j = 0; j < f.instructions.size() && j < o.max_instructions; ++j) {
+      w.begin_object().field("ip", hex(f.instructions[j].ip));
+      json_loc(w, n.code(f.instructions[j].ip));
+      w.field("misses", f.instructions[j].misses).end_object();
+    }
+    w.end_array();
+    w.key("objects").begin_array();
+    for (size_t j = 0; j < f.objects.size() && j < o.max_objects; ++j) {
+      ObjectView v = view(f.objects[j], p, n);
+      w.begin_object();
+      if (v.heap) {
+        w.key("alloc_site").begin_object();
+        json_loc(w, v.site);
+        w.end_object().field("address", hex(v.start)).field("alloc_thread", v.alloc_thread);
+      } else {
+        w.field("name", v.name).field("address", hex(v.start));
+      }
+      w.field("size", v.size).key("threads").begin_array();
+      for (uint32_t t : v.threads) w.value(t);
+      w.end_array().end_object();
+    }
+    w.end_array();
+    w.key("evidence").begin_object();
+    for (const auto& e : f.evidence) {
+      if (e.is_number) w.field(e.key, e.number, 0); else w.field(e.key, e.text);
+    }
+    if (!f.line_threads.empty()) {
+      w.field("line", hex(f.line_addr));
+      w.key("words_per_thread").begin_array();
+      uint32_t g = std::max<uint32_t>(1, p.geometry.line() / 64);
+      for (const auto& t : f.line_threads) {
+        w.begin_object().field("thread", t.thread);
+        w.field("read_bytes", t.read_mask ? analysis::byte_ranges(t.read_mask, g) : "none");
+        w.field("write_bytes", t.write_mask ? analysis::byte_ranges(t.write_mask, g) : "none");
+        w.end_object();
+      }
+      w.end_array();
+    }
+    w.end_object();
+    w.field("suggestion", f.suggestion).end_object();
+  }
+  w.end_array();
+  w.key("notes").begin_array();
+  for (const auto& s : a.notes) w.value(s);
+  w.end_array();
+  w.end_object();
+  out << "\n";
+}
+
+std::string upper(std::string s) {
+  for (char& c : s) c = c == '_' ? ' ' : char(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+void write_text(std::ostream& out, const profile::Profile& p, const analysis::Analysis& a,
+                Namer& n, const Options& o) {
+  const bool exact = p.meta.mode == uint32_t(profile::Mode::Exact);
+  out << "whymiss report: " << mode_name(p.meta.mode) << " mode — "
+      << (exact ? "every access counted by simulating the cache hierarchy\n"
+                : "numbers are estimates from samples\n");
+  out << "program: " << p.command;
+  if (p.meta.exited) out << "  (exit " << p.meta.exit_code << ")";
+  else if (p.meta.term_signal) out << "  (killed by signal " << p.meta.term_signal << ")";
+  out << "\nthreads: " << p.meta.threads_seen << ", simulated cores: "
+      << (p.meta.cores ? std::to_string(p.meta.cores) : std::string("one per thread")) << "\n";
+  out << "cache: " << p.geometry.to_spec() << " (" << p.geometry_source << ")\n";
+  out << "accesses: " << thousands(p.meta.accesses) << " " << how(p);
+  if (p.meta.dropped_accesses) out << ", " << thousands(p.meta.dropped_accesses) << " not recorded";
+  out << "\n\n";
+  char b[256];
+  std::snprintf(b, sizeof b, "%-5s %14s %12s %7s %11s %10s %10s %9s %9s\n", "level", "accesses",
+                "misses", "ratio", "compulsory", "capacity", "conflict", "true-sh", "false-sh");
+  out << b;
+  for (size_t l = 0; l < p.counters.size(); ++l) {
+    const auto& c = p.counters[l];
+    uint64_t acc = accesses(c), miss = acc - sum_kind(c, 0);
+    std::snprintf(b, sizeof b, "%-5s %14s %12s %7s %11s %10s %10s %9s %9s\n",
+                  p.geometry.levels[l].name.c_str(), thousands(acc).c_str(), thousands(miss).c_str(),
+                  acc ? pct(double(miss) / double(acc)).c_str() : "-", thousands(sum_kind(c, 1)).c_str(),
+                  thousands(sum_kind(c, 2)).c_str(), thousands(sum_kind(c, 3)).c_str(),
+                  thousands(sum_kind(c, 4)).c_str(), thousands(sum_kind(c, 5)).c_str());
+    out << b;
+  }
+  out << "\n";
+  if (a.findings.empty()) out << "No significant cache problem found.\n";
+  else out << "Findings, most costly first (cost = misses x modelled stall cycles):\n";
+  for (size_t i = 0; i < a.findings.size() && i < o.max_findings; ++i) {
+    const Finding& f = a.findings[i];
+    out << "\n" << i + 1 << ". " << upper(analysis::kind_name(f.kind)) << " ("
+        << analysis::origin_name(f.origin) << ") at " << p.geometry.levels[size_t(f.level)].name
+        << ": " << thousands(f.misses) << " misses, " << pct(f.share) << " of "
+        << p.geometry.levels[size_t(f.level)].name << " misses [" << how(p) << "]\n";
+    for (size_t j = 0; j < f.instructions.size() && j < o.max_instructions; ++j) {
+      const auto& ins = f.instructions[j];
+      out << "   code: " << where(n.code(ins.ip)) << "  [" << hex(ins.ip) << ", "
+          << thousands(ins.misses) << " misses]\n";
+    }
+    for (size_t j = 0; j < f.objects.size() && j < o.max_objects; ++j) {
+      ObjectView v = view(f.objects[j], p, n);
+      out << "   data: ";
+      if (v.heap) {
+        out << "heap object of " << v.size << " bytes at " << hex(v.start) << ", allocated by thread "
+            << v.alloc_thread << " at " << where(v.site);
+      } else {
+        out << v.name;
+        if (v.size) out << " (" << v.size << " bytes)";
+      }
+      if (!v.threads.empty()) {
+        out << ", missed by threads";
+        for (uint32_t t : v.threads) out << " " << t;
+      }
+      out << "\n";
+    }
+    if (!f.line_threads.empty()) {
+      uint32_t g = std::max<uint32_t>(1, p.geometry.line() / 64);
+      out << "   line " << hex(f.line_addr) << (f.lines > 1 ? " (and " + std::to_string(f.lines - 1) + " more)" : "") << ":";
+      for (const auto& t : f.line_threads) {
+        out << " thread " << t.thread;
+        if (t.write_mask) out << " writes " << analysis::byte_ranges(t.write_mask, g);
+        if (t.read_mask) out << (t.write_mask ? "," : "") << " reads " << analysis::byte_ranges(t.read_mask, g);
+        out << ";";
+      }
+      out << "\n";
+    }
+    std::ostringstream ev;
+    for (const auto& e : f.evidence) {
+      if (e.key == "false_sharing_misses" || e.key == "true_sharing_misses" || e.key == "misses_at_level") continue;
+      ev << (ev.tellp() ? "; " : "") << e.key << " " << e.text;
+    }
+    if (ev.tellp()) out << "   evidence: " << ev.str() << "\n";
+    out << "   fix: " << f.suggestion << "\n";
+  }
+  for (const auto& s : a.notes) out << "\nnote: " << s << "\n";
+}
+
+}  // namespace
+
+const char* mode_name(uint32_t mode) {
+  switch (profile::Mode(mode)) {
+    case profile::Mode::Exact: return "exact";
+    case profile::Mode::Soft: return "soft";
+    case profile::Mode::Pmu: return "pmu";
+  }
+  return "unknown";
+}
+
+void write_report(std::ostream& out, const profile::Profile& p, const analysis::Analysis& a,
+                  Namer& names, const Options& o) {
+  if (o.format == Format::Json) write_json(out, p, a, names, o);
+  else write_text(out, p, a, names, o);
+}
+
+}  // namespace whymiss::report

@@ -1,0 +1,48 @@
+// The profile report: header, totals by level and kind, and the analysis' findings, as text
+// (readable at 100 columns) or JSON (schema_version 1, the contract other tools parse).
+// Names of code and data come from a Namer, so the report knows nothing of ELF or DWARF.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "analysis/analysis.h"
+#include "model/profile.h"
+
+namespace whymiss::report {
+
+struct CodeLoc {
+  std::string function;  // "??" when unknown
+  std::string file;      // "" when unknown
+  uint32_t line = 0;
+};
+
+struct DataName {
+  std::string name;
+  uint64_t start = 0, size = 0;
+};
+
+class Namer {
+ public:
+  virtual ~Namer() = default;
+  virtual CodeLoc code(uint64_t ip) = 0;                      // innermost source frame
+  virtual std::optional<DataName> global(uint64_t addr) = 0;  // a global or static variable
+  virtual CodeLoc site(const profile::SiteRecord& s) = 0;     // the program's allocating frame
+};
+
+enum class Format { Text, Json };
+
+struct Options {
+  Format format = Format::Text;
+  size_t max_findings = 20;
+  size_t max_instructions = 5;  // per finding
+  size_t max_objects = 5;       // per finding
+};
+
+void write_report(std::ostream& out, const profile::Profile& p, const analysis::Analysis& a,
+                  Namer& names, const Options& o);
+
+const char* mode_name(uint32_t mode);  // "exact", "soft", "pmu"
+
+}  // namespace whymiss::report
