@@ -12,6 +12,8 @@ namespace {
 using profile::InstructionRecord;
 using profile::LineRecord;
 using profile::ObjectRecord;
+// Instructions closer than this are taken to be in the same function (for grouping).
+constexpr uint64_t kNearCode = 4096;
 constexpr int kCompulsory = 1, kCapacity = 2, kConflict = 3, kTrue = 4, kFalse = 5;
 
 uint64_t level_misses(const profile::CounterRecord& c) {
@@ -222,7 +224,10 @@ class Analyzer {
       }
       if (best.level >= 0) cands.push_back(best);
     }
-    // Instructions of one kind and level that touch a common heap object form one finding.
+    // Instructions of one kind and level form one finding when they touch a common heap object,
+    // or, for conflicts, when their misses fall in common L1 sets from nearby code (an unrolled
+    // loop whose copies each walk another object are one conflict).
+    auto near = [](uint64_t a, uint64_t b) { return (a > b ? a - b : b - a) < kNearCode; };
     std::vector<bool> used(cands.size(), false);
     for (size_t i = 0; i < cands.size(); ++i) {
       if (used[i]) continue;
@@ -230,15 +235,24 @@ class Analyzer {
       std::vector<const Cand*> members{&cands[i]};
       std::set<uint64_t> objs(std::begin(cands[i].ir->objects), std::end(cands[i].ir->objects));
       objs.erase(0);
-      for (size_t j = i + 1; j < cands.size() && !objs.empty(); ++j) {
-        if (used[j] || cands[j].kind != cands[i].kind || cands[j].level != cands[i].level) continue;
-        bool shares = false;
-        for (uint64_t s : cands[j].ir->objects) shares |= s && objs.count(s);
-        if (!shares) continue;
-        used[j] = true;
-        members.push_back(&cands[j]);
-        for (uint64_t s : cands[j].ir->objects)
-          if (s) objs.insert(s);
+      uint64_t sets = cands[i].ir->l1_set_mask;
+      for (bool grew = true; grew;) {
+        grew = false;
+        for (size_t j = i + 1; j < cands.size(); ++j) {
+          const Cand& c = cands[j];
+          if (used[j] || c.kind != cands[i].kind || c.level != cands[i].level) continue;
+          bool joins = false;
+          for (uint64_t s : c.ir->objects) joins |= s && objs.count(s);
+          if (!joins && c.kind == Kind::Conflict && (c.ir->l1_set_mask & sets))
+            for (const Cand* m : members) joins |= near(m->ir->ip, c.ir->ip);
+          if (!joins) continue;
+          used[j] = true;
+          grew = true;
+          members.push_back(&c);
+          sets |= c.ir->l1_set_mask;
+          for (uint64_t s : c.ir->objects)
+            if (s) objs.insert(s);
+        }
       }
       a->findings.push_back(make_cc_finding(members, objs));
     }

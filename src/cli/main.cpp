@@ -2,6 +2,7 @@
 #include <iostream>
 #include <string_view>
 
+#include "cli/profile_cmds.h"
 #include "cli/simulate_cmd.h"
 
 #ifndef WHYMISS_VERSION
@@ -19,6 +20,12 @@ struct Command {
 
 // Add new commands here.
 const Command kCommands[] = {
+    {"run", "record a program and report its cache problems", whymiss::cli::run_main,
+     whymiss::cli::run_usage},
+    {"record", "run a program and write its cache profile", whymiss::cli::record_main,
+     whymiss::cli::record_usage},
+    {"report", "explain the cache misses of a recorded profile", whymiss::cli::report_main,
+     whymiss::cli::report_usage},
     {"simulate", "count cache misses by kind by exactly simulating a trace",
      whymiss::cli::simulate_main, whymiss::cli::simulate_usage},
 };

@@ -17,20 +17,23 @@ namespace {
 constexpr uint32_t kMaxCores = 1024;
 constexpr uint64_t kNone = Cache::kInvalid;
 
-// Test-and-test-and-set; yields after a while so a preempted holder can run.
+// A ticket lock: fair, so threads contending for one shard take turns access by access, as
+// cores contending for a line do. (An unfair lock lets the releasing thread win again and again,
+// which would serialise a contended line into long single-thread runs and hide its coherence
+// misses.) Yields after a while so a preempted holder can run.
 class SpinLock {
  public:
   void lock() {
-    for (unsigned spins = 0; flag_.exchange(true, std::memory_order_acquire);) {
-      while (flag_.load(std::memory_order_relaxed)) {
-        if (++spins < 256) __builtin_ia32_pause(); else sched_yield();
-      }
+    const uint32_t me = next_.fetch_add(1, std::memory_order_relaxed);
+    for (unsigned spins = 0; serving_.load(std::memory_order_acquire) != me;) {
+      if (++spins < 256) __builtin_ia32_pause(); else sched_yield();
     }
   }
-  void unlock() { flag_.store(false, std::memory_order_release); }
+  void unlock() { serving_.store(serving_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
 
  private:
-  std::atomic<bool> flag_{false};
+  std::atomic<uint32_t> next_{0};
+  std::atomic<uint32_t> serving_{0};
 };
 
 class Guard {

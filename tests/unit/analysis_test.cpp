@@ -145,6 +145,28 @@ TEST(Analysis, ConflictOverAlignedHeapObjectsBlamesTheAllocator) {
   EXPECT_EQ(analyze(p).findings[0].origin, Origin::Application);
 }
 
+TEST(Analysis, UnrolledLoopOverAlignedObjectsIsOneAllocatorConflict) {
+  // A compiler unrolled `for k: sum += a[k][i]`: one instruction per object, all in set 0.
+  uint64_t m[kKinds] = {0, 64, 0, 8000, 0, 0};
+  Profile p = base(40000, m);
+  for (uint64_t s = 1; s <= 4; ++s) {
+    InstructionRecord r = instr(0x400200 + s * 7, 10000, 0, kConf, 2000);
+    r.objects[0] = s;
+    r.object_count = 1;
+    r.l1_set_mask = 1;
+    p.instructions.push_back(r);
+    p.objects.push_back(object(s, 0x7f0000000010 + s * 0x41000, 256 * 1024, 0, 1));
+  }
+  Analysis a = analyze(p);
+  ASSERT_EQ(a.findings.size(), 1u);
+  EXPECT_EQ(a.findings[0].origin, Origin::Allocator);
+  EXPECT_EQ(a.findings[0].instructions.size(), 4u);
+  EXPECT_EQ(a.findings[0].misses, 8000u);
+  // The same instructions far apart in the code (different functions) stay separate.
+  for (size_t i = 0; i < p.instructions.size(); ++i) p.instructions[i].ip = 0x400000 + i * 0x10000;
+  EXPECT_EQ(analyze(p).findings.size(), 4u);
+}
+
 TEST(Analysis, CapacityIsReportedWhereItCostsMost) {
   uint64_t m[kKinds] = {0, 100, 20000, 0, 0, 0};
   Profile p = base(160000, m);

@@ -1,0 +1,27 @@
+// The report's Namer backed by the symbolizer over the modules a profile recorded.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/profile.h"
+#include "report/report.h"
+#include "symbols/symbolizer.h"
+
+namespace whymiss::cli {
+
+class SymbolNamer : public report::Namer {
+ public:
+  // Modules that cannot be read are noted in warnings(); their addresses print as "??".
+  explicit SymbolNamer(const profile::Profile& p);
+  report::CodeLoc code(uint64_t ip) override;
+  std::optional<report::DataName> global(uint64_t addr) override;
+  report::CodeLoc site(const profile::SiteRecord& s) override;
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+ private:
+  std::unique_ptr<symbols::Symbolizer> sym_;
+  std::vector<std::string> warnings_;
+};
+
+}  // namespace whymiss::cli

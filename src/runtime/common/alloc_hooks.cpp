@@ -1,0 +1,322 @@
+// Interposition of the program's allocation functions: the C allocator and every replaceable
+// operator new / delete. Each hook forwards to glibc's own implementation through the
+// __libc_* entry points glibc exports for exactly this purpose (no dlsym: it allocates, and is
+// unusable before libdl is ready), then records the object in the store.
+//
+// Routing:
+//  * in_runtime() (the runtime's own allocation) or t_heap.guard (re-entry from our own
+//    bookkeeping, e.g. a signal handler): served by the private heap, not recorded.
+//  * free/realloc route by address: private pointers go to the private heap whoever frees them;
+//    other pointers to glibc, after unregistering them (before the real free, so the block cannot
+//    be handed out again while its old record still exists).
+//  * otherwise: glibc, then, if recording(), register with the thread and the allocation site.
+// errno: preserved across the bookkeeping; failures report what glibc (or the standard) says.
+// Exceptions: only the throwing operator new forms throw (std::bad_alloc); everything else is
+// noexcept. Compiled with frame pointers so that __builtin_frame_address(0) in a hook is the
+// frame whose saved %rbp starts the call-site walk (sites.cpp).
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+
+#include <cstring>
+#include <new>
+
+#include "runtime/common/heap_internal.h"
+
+extern "C" {
+void* __libc_malloc(size_t) noexcept;
+void __libc_free(void*) noexcept;
+void* __libc_calloc(size_t, size_t) noexcept;
+void* __libc_realloc(void*, size_t) noexcept;
+void* __libc_memalign(size_t, size_t) noexcept;
+void* __libc_valloc(size_t) noexcept;
+void* __libc_pvalloc(size_t) noexcept;
+}
+
+#define WM_EXPORT extern "C" __attribute__((visibility("default")))
+#define WM_VISIBLE __attribute__((visibility("default")))
+// The allocating code: the hook's return address and the hook's frame (start of the walk).
+#define WM_CALLER                                               \
+  reinterpret_cast<uintptr_t>(__builtin_return_address(0)),    \
+      reinterpret_cast<uintptr_t>(__builtin_frame_address(0))
+#define WM_INLINE __attribute__((always_inline)) inline
+
+namespace {
+
+using whymiss::rt::HeapGuard;
+using whymiss::rt::HeapSlot;
+using whymiss::rt::t_heap;
+namespace rt = whymiss::rt;
+
+constexpr size_t kPageSize = 4096;
+
+WM_INLINE bool route_private() noexcept { return t_heap.guard != 0 || rt::in_runtime(); }
+
+// Private-heap allocation with malloc's failure convention.
+WM_INLINE void* private_or_enomem(void* p) noexcept {
+  if (p == nullptr) errno = ENOMEM;
+  return p;
+}
+
+// Registers a fresh block of the program's. Out of line: the common case only tests flags.
+__attribute__((noinline)) void track(void* p, size_t n, uintptr_t ret, uintptr_t fp) noexcept {
+  const int saved = errno;
+  {
+    HeapGuard guard;
+    const uint32_t thread = rt::current_thread_index();
+    const uint32_t site = rt::capture_site(ret, fp);
+    rt::store_register(reinterpret_cast<uintptr_t>(p), n, thread, site);
+  }
+  errno = saved;
+}
+
+WM_INLINE void maybe_track(void* p, size_t n, uintptr_t ret, uintptr_t fp) noexcept {
+  if (p != nullptr && n != 0 && rt::recording()) track(p, n, ret, fp);
+}
+
+__attribute__((noinline)) void untrack(void* p) noexcept {
+  const int saved = errno;
+  {
+    HeapGuard guard;
+    rt::store_release(rt::store_detach(reinterpret_cast<uintptr_t>(p)));
+  }
+  errno = saved;
+}
+
+WM_INLINE void* malloc_impl(size_t n, uintptr_t ret, uintptr_t fp) noexcept {
+  if (route_private()) return private_or_enomem(rt::private_alloc(n));
+  void* p = __libc_malloc(n);
+  maybe_track(p, n, ret, fp);
+  return p;
+}
+
+WM_INLINE void free_impl(void* p) noexcept {
+  if (p == nullptr) return;
+  if (rt::is_private(p)) {
+    rt::private_free(p);
+    return;
+  }
+  if (rt::store_active() && t_heap.guard == 0) untrack(p);
+  __libc_free(p);
+}
+
+// Power of two >= a (and >= 16); 0 when there is none.
+WM_INLINE size_t pow2_align(size_t a) noexcept {
+  if (a <= 16) return 16;
+  if (a > (~size_t{0} >> 1) + 1) return 0;
+  return size_t{1} << (64 - __builtin_clzll(a - 1));
+}
+
+// memalign semantics (any alignment, rounded up to a power of two by glibc).
+WM_INLINE void* memalign_impl(size_t align, size_t n, uintptr_t ret, uintptr_t fp) noexcept {
+  if (route_private()) {
+    const size_t a = pow2_align(align);
+    if (a == 0) {
+      errno = EINVAL;
+      return nullptr;
+    }
+    return private_or_enomem(rt::private_alloc_aligned(n, a));
+  }
+  void* p = __libc_memalign(align, n);
+  maybe_track(p, n, ret, fp);
+  return p;
+}
+
+WM_INLINE void* realloc_impl(void* p, size_t n, uintptr_t ret, uintptr_t fp) noexcept {
+  if (p == nullptr) return malloc_impl(n, ret, fp);
+  if (rt::is_private(p)) {
+    if (n == 0) {  // glibc's realloc(p, 0) frees p and returns nullptr; do the same
+      rt::private_free(p);
+      return nullptr;
+    }
+    return private_or_enomem(rt::private_realloc(p, n));
+  }
+  HeapSlot* old = nullptr;
+  if (rt::store_active() && t_heap.guard == 0) {
+    const int saved = errno;
+    {
+      HeapGuard guard;
+      old = rt::store_detach(reinterpret_cast<uintptr_t>(p));
+    }
+    errno = saved;
+  }
+  void* q = __libc_realloc(p, n);
+  if (old != nullptr) {
+    const int saved = errno;
+    {
+      HeapGuard guard;
+      if (q != nullptr || n == 0) {
+        rt::store_release(old);  // moved, resized in place, or freed by realloc(p, 0)
+      } else {
+        rt::store_reattach(old);  // failed: p is still the program's
+      }
+    }
+    errno = saved;
+  }
+  // A resize requested by the runtime itself keeps the block in glibc but unrecorded.
+  if (!route_private()) maybe_track(q, n, ret, fp);
+  return q;
+}
+
+[[noreturn]] __attribute__((noinline, cold)) void throw_bad_alloc() { throw std::bad_alloc(); }
+
+// operator new: retry through the new-handler until it gives up (throws or is absent).
+WM_INLINE void* new_impl(size_t n, size_t align, uintptr_t ret, uintptr_t fp) {
+  for (;;) {
+    void* p = align == 0 ? malloc_impl(n, ret, fp) : memalign_impl(align, n, ret, fp);
+    if (p != nullptr) return p;
+    std::new_handler handler = std::get_new_handler();
+    if (handler == nullptr) throw_bad_alloc();
+    handler();
+  }
+}
+
+WM_INLINE void* new_nothrow_impl(size_t n, size_t align, uintptr_t ret, uintptr_t fp) noexcept {
+  for (;;) {
+    void* p = align == 0 ? malloc_impl(n, ret, fp) : memalign_impl(align, n, ret, fp);
+    if (p != nullptr) return p;
+    std::new_handler handler = std::get_new_handler();
+    if (handler == nullptr) return nullptr;
+    try {
+      handler();
+    } catch (...) {
+      return nullptr;
+    }
+  }
+}
+
+// glibc 2.36 chunk layout, for malloc_usable_size (glibc does not export it under a __libc_
+// name): the word before the payload holds the chunk size | flags (bit 1: mmapped). An mmapped
+// chunk gives size - 16 bytes, a heap chunk size - 8 (it may use the next chunk's prev_size
+// field), and only if in use (bit 0 of the next chunk's size word).
+size_t glibc_usable_size(void* p) noexcept {
+  const size_t head = static_cast<const size_t*>(p)[-1];
+  const size_t size = head & ~size_t{7};
+  if ((head & 2) != 0) return size - 16;
+  const size_t next_head = *reinterpret_cast<const size_t*>(static_cast<char*>(p) - 8 + size);
+  return (next_head & 1) != 0 ? size - 8 : 0;
+}
+
+}  // namespace
+
+// ---- C allocator ----
+
+WM_EXPORT void* malloc(size_t n) noexcept { return malloc_impl(n, WM_CALLER); }
+
+WM_EXPORT void free(void* p) noexcept { free_impl(p); }
+
+WM_EXPORT void* calloc(size_t count, size_t each) noexcept {
+  size_t n;
+  if (route_private()) {
+    if (__builtin_mul_overflow(count, each, &n)) {
+      errno = ENOMEM;
+      return nullptr;
+    }
+    void* p = rt::private_alloc(n);
+    if (p != nullptr) memset(p, 0, n);  // recycled blocks are not zero
+    return private_or_enomem(p);
+  }
+  void* p = __libc_calloc(count, each);
+  if (p != nullptr) maybe_track(p, count * each, WM_CALLER);
+  return p;
+}
+
+WM_EXPORT void* realloc(void* p, size_t n) noexcept { return realloc_impl(p, n, WM_CALLER); }
+
+WM_EXPORT void* reallocarray(void* p, size_t count, size_t each) noexcept {
+  size_t n;
+  if (__builtin_mul_overflow(count, each, &n)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return realloc_impl(p, n, WM_CALLER);
+}
+
+WM_EXPORT int posix_memalign(void** out, size_t align, size_t n) noexcept {
+  if (align == 0 || (align & (align - 1)) != 0 || align % sizeof(void*) != 0) return EINVAL;
+  const int saved = errno;  // posix_memalign reports through its result only
+  void* p = memalign_impl(align, n, WM_CALLER);
+  errno = saved;
+  if (p == nullptr) return ENOMEM;
+  *out = p;
+  return 0;
+}
+
+WM_EXPORT void* aligned_alloc(size_t align, size_t n) noexcept {
+  if (align == 0 || (align & (align - 1)) != 0) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  return memalign_impl(align, n, WM_CALLER);
+}
+
+WM_EXPORT void* memalign(size_t align, size_t n) noexcept {
+  return memalign_impl(align, n, WM_CALLER);
+}
+
+WM_EXPORT void* valloc(size_t n) noexcept {
+  if (route_private()) return private_or_enomem(rt::private_alloc_aligned(n, kPageSize));
+  void* p = __libc_valloc(n);
+  maybe_track(p, n, WM_CALLER);
+  return p;
+}
+
+WM_EXPORT void* pvalloc(size_t n) noexcept {
+  if (n > ~size_t{0} - kPageSize) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  const size_t rounded = (n + kPageSize - 1) & ~(kPageSize - 1);
+  if (route_private()) {
+    return private_or_enomem(rt::private_alloc_aligned(rounded == 0 ? 1 : rounded, kPageSize));
+  }
+  void* p = __libc_pvalloc(n);
+  maybe_track(p, rounded, WM_CALLER);
+  return p;
+}
+
+WM_EXPORT size_t malloc_usable_size(void* p) noexcept {
+  if (p == nullptr) return 0;
+  if (rt::is_private(p)) return rt::private_usable_size(p);
+  return glibc_usable_size(p);
+}
+
+// ---- C++ replaceable allocation functions ----
+
+WM_VISIBLE void* operator new(size_t n) { return new_impl(n, 0, WM_CALLER); }
+WM_VISIBLE void* operator new[](size_t n) { return new_impl(n, 0, WM_CALLER); }
+WM_VISIBLE void* operator new(size_t n, const std::nothrow_t&) noexcept {
+  return new_nothrow_impl(n, 0, WM_CALLER);
+}
+WM_VISIBLE void* operator new[](size_t n, const std::nothrow_t&) noexcept {
+  return new_nothrow_impl(n, 0, WM_CALLER);
+}
+WM_VISIBLE void* operator new(size_t n, std::align_val_t a) {
+  return new_impl(n, static_cast<size_t>(a), WM_CALLER);
+}
+WM_VISIBLE void* operator new[](size_t n, std::align_val_t a) {
+  return new_impl(n, static_cast<size_t>(a), WM_CALLER);
+}
+WM_VISIBLE void* operator new(size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return new_nothrow_impl(n, static_cast<size_t>(a), WM_CALLER);
+}
+WM_VISIBLE void* operator new[](size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return new_nothrow_impl(n, static_cast<size_t>(a), WM_CALLER);
+}
+
+WM_VISIBLE void operator delete(void* p) noexcept { free_impl(p); }
+WM_VISIBLE void operator delete[](void* p) noexcept { free_impl(p); }
+WM_VISIBLE void operator delete(void* p, const std::nothrow_t&) noexcept { free_impl(p); }
+WM_VISIBLE void operator delete[](void* p, const std::nothrow_t&) noexcept { free_impl(p); }
+WM_VISIBLE void operator delete(void* p, size_t) noexcept { free_impl(p); }
+WM_VISIBLE void operator delete[](void* p, size_t) noexcept { free_impl(p); }
+WM_VISIBLE void operator delete(void* p, std::align_val_t) noexcept { free_impl(p); }
+WM_VISIBLE void operator delete[](void* p, std::align_val_t) noexcept { free_impl(p); }
+WM_VISIBLE void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  free_impl(p);
+}
+WM_VISIBLE void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  free_impl(p);
+}
+WM_VISIBLE void operator delete(void* p, size_t, std::align_val_t) noexcept { free_impl(p); }
+WM_VISIBLE void operator delete[](void* p, size_t, std::align_val_t) noexcept { free_impl(p); }

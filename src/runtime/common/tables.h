@@ -1,0 +1,99 @@
+// Aggregation tables of the runtime, in private-heap memory: per-instruction statistics (one
+// table per thread, merged at thread exit) and per-cache-line sharing evidence (shared, striped).
+// They grow by doubling; when memory runs out they drop and count instead of failing.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "model/profile.h"
+#include "runtime/common/spinlock.h"
+
+namespace whymiss::rt {
+
+// Not thread-safe: one owner (a thread, or the merged table under its lock).
+class IpTable {
+ public:
+  // The record for `ip`, created zeroed on first use; nullptr when memory ran out.
+  profile::InstructionRecord* get(uint64_t ip) noexcept {
+    if (cap_) {
+      for (uint32_t i = slot_of(ip);; i = (i + 1) & (cap_ - 1)) {
+        uint32_t s = slots_[i];
+        if (s == 0) break;
+        if (recs_[s - 1].ip == ip) return &recs_[s - 1];
+      }
+    }
+    return insert(ip);
+  }
+  void merge_from(const IpTable& o) noexcept;
+  size_t size() const noexcept { return n_; }
+  const profile::InstructionRecord* records() const noexcept { return recs_; }
+  uint64_t dropped() const noexcept { return dropped_; }
+  void release() noexcept;  // frees its memory; the table is empty afterwards
+
+ private:
+  uint32_t slot_of(uint64_t ip) const noexcept {
+    return uint32_t((ip * 0x9E3779B97F4A7C15ull) >> 40) & (cap_ - 1);
+  }
+  profile::InstructionRecord* insert(uint64_t ip) noexcept;
+  bool grow() noexcept;
+
+  uint32_t* slots_ = nullptr;  // 1-based index into recs_, 0 = empty
+  uint32_t cap_ = 0;           // slots, power of two, at least 2 * rcap_
+  profile::InstructionRecord* recs_ = nullptr;
+  uint32_t n_ = 0, rcap_ = 0;
+  uint64_t dropped_ = 0;
+};
+
+// Adds `v` to the small list `list` of capacity profile::kRefs (zero = empty slot) unless
+// present; returns false when the list is full and v is new.
+inline bool add_ref(uint64_t* list, uint64_t v) noexcept {
+  for (int i = 0; i < profile::kRefs; ++i) {
+    if (list[i] == v) return true;
+    if (list[i] == 0) {
+      list[i] = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Lines with coherence misses. Thread-safe: striped by line.
+class LineTable {
+ public:
+  static constexpr int kStripes = 64;
+  // Runs fn on the record of `line` under its stripe lock; `fresh` is true when it was just
+  // created (zeroed, line set, threads marked unused). Returns false when memory ran out.
+  template <typename F>
+  bool update(uint64_t line, F&& fn) noexcept {
+    Stripe& s = stripes_[line % kStripes];
+    LockGuard g(s.lock);
+    bool fresh = false;
+    profile::LineRecord* r = find_or_insert(s, line, &fresh);
+    if (!r) {
+      ++s.dropped;
+      return false;
+    }
+    fn(*r, fresh);
+    return true;
+  }
+  size_t size() const noexcept;
+  // Copies every record into out (capacity `max`), taking each stripe lock in turn.
+  size_t export_to(profile::LineRecord* out, size_t max) noexcept;
+  uint64_t dropped() const noexcept;
+
+ private:
+  struct Stripe {
+    SpinLock lock;
+    profile::LineRecord* recs = nullptr;
+    uint32_t* slots = nullptr;
+    uint32_t n = 0, rcap = 0, cap = 0;
+    uint64_t dropped = 0;
+  };
+  profile::LineRecord* find_or_insert(Stripe& s, uint64_t line, bool* fresh) noexcept;
+  Stripe stripes_[kStripes];
+};
+
+// Records that thread `thread` touched `mask` of the line (as a writer or a reader).
+void note_line_thread(profile::LineRecord& r, uint32_t thread, uint64_t mask, bool write) noexcept;
+
+}  // namespace whymiss::rt

@@ -1,0 +1,580 @@
+// The exact-mode runtime core: every instrumented access goes through the simulator and is
+// attributed to its instruction, its heap object and (for sharing misses) its cache line.
+//
+// Configured by the environment (set by `whymiss record`): WHYMISS_OUTPUT (profile path; unset =
+// the runtime stays off and the program runs normally), WHYMISS_CACHE, WHYMISS_CORES (0 = one
+// simulated core per thread), WHYMISS_POLICY, WHYMISS_LLC. The profile is written at exit, from
+// exit() in any thread, and from fatal or terminating signals whose disposition was the default.
+// A forked child is left alone (it runs unprofiled). Nothing here may throw, allocate from the
+// program's heap, or change errno as seen by the program.
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "model/profile.h"
+#include "runtime/common/heap.h"
+#include "runtime/common/runtime_state.h"
+#include "runtime/common/tables.h"
+#include "runtime/exact/access_sink.h"
+#include "sim/sim.h"
+
+namespace whymiss::rt {
+namespace {
+
+using profile::InstructionRecord;
+using profile::LineRecord;
+using sim::Outcome;
+
+constexpr uint32_t kMaxThreads = 1u << 16;
+constexpr uint32_t kMaxCores = 1024;
+enum State : int { kOff = 0, kInitialising, kRecording, kFinished, kDisabled };
+
+struct ThreadState {
+  uint32_t index, tid, core;
+  std::atomic<uint8_t> busy{0};  // inside record(): the finisher waits for it to clear
+  uint64_t accesses = 0;
+  uint64_t misses[profile::kLevels] = {};
+  IpTable ips;
+};
+
+struct Global {
+  std::atomic<int> state{kOff};
+  sim::Hierarchy* sim = nullptr;
+  size_t nlevels = 0;
+  unsigned line_shift = 6;
+  uint64_t l1_sets = 64;
+  uint32_t cores = kMaxCores;
+  pid_t pid = 0;
+  uint64_t start_ns = 0;
+  pthread_key_t key{};
+  std::atomic<uint32_t> next_index{0};
+  std::atomic<ThreadState*> threads[kMaxThreads] = {};
+  std::atomic<uint32_t> core_owner[kMaxCores] = {};  // thread index that last attached to a core
+  SpinLock merged_lock;
+  IpTable merged;  // tables of exited threads
+  LineTable lines;
+  std::atomic<uint64_t> dropped_accesses{0};
+  bool membarrier_ok = false;
+  uint32_t policy = 0, inclusive = 1;
+  char output[4096] = {};
+  char command[4096] = {};
+  char geometry_source[64] = {};
+};
+constinit Global g;
+
+thread_local ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local bool t_in_runtime __attribute__((tls_model("initial-exec"))) = false;
+thread_local uint32_t t_preassigned __attribute__((tls_model("initial-exec"))) = 0;  // index + 1
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+// Scoped "inside the runtime" flag, restoring errno on the way out.
+class Inside {
+ public:
+  Inside() : was_(t_in_runtime), errno_(errno) { t_in_runtime = true; }
+  ~Inside() {
+    t_in_runtime = was_;
+    errno = errno_;
+  }
+
+ private:
+  bool was_;
+  int errno_;
+};
+
+void read_command() {
+  int fd = ::open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t n = ::read(fd, g.command, sizeof g.command - 1);
+  ::close(fd);
+  if (n <= 0) return;
+  while (n > 0 && g.command[n - 1] == '\0') --n;
+  for (ssize_t i = 0; i < n; ++i)
+    if (g.command[i] == '\0') g.command[i] = ' ';
+  g.command[n] = '\0';
+}
+
+void thread_exit(void* p);
+void after_fork_child();
+void install_signal_handlers();
+
+void init() {
+  int expected = kOff;
+  if (!g.state.compare_exchange_strong(expected, kInitialising)) return;
+  Inside in;
+  const char* out = std::getenv("WHYMISS_OUTPUT");
+  if (!out || !*out || std::strlen(out) >= sizeof g.output) {
+    g.state.store(kDisabled);
+    return;
+  }
+  std::strcpy(g.output, out);
+  CacheGeometry geo;
+  if (const char* spec = std::getenv("WHYMISS_CACHE"); spec && *spec) {
+    auto r = parse_cache_spec(spec);
+    if (!r) {
+      g.state.store(kDisabled);
+      return;
+    }
+    geo = r.value();
+  } else {
+    geo = detect_geometry();
+  }
+  sim::Knobs k;
+  if (const char* c = std::getenv("WHYMISS_CORES"); c && std::atoi(c) > 0)
+    k.cores = uint32_t(std::atoi(c)) > kMaxCores ? kMaxCores : uint32_t(std::atoi(c));
+  else
+    k.cores = kMaxCores;  // simulated cores are created on first use: one per thread
+  if (const char* p = std::getenv("WHYMISS_POLICY"); p && *p) {
+    auto pol = sim::parse_policy(p);
+    if (pol) k.policy = pol.value();
+  }
+  if (const char* l = std::getenv("WHYMISS_LLC"); l && std::strcmp(l, "non-inclusive") == 0)
+    k.inclusive_llc = false;
+  auto h = sim::Hierarchy::create(geo, k);
+  if (!h) {
+    g.state.store(kDisabled);
+    return;
+  }
+  g.sim = h.value().release();
+  g.nlevels = geo.levels.size();
+  while ((1u << g.line_shift) < geo.line()) ++g.line_shift;
+  g.l1_sets = geo.levels[0].sets();
+  g.cores = k.cores;
+  g.policy = uint32_t(k.policy);
+  g.inclusive = k.inclusive_llc;
+  std::strncpy(g.geometry_source, geo.source.c_str(), sizeof g.geometry_source - 1);
+  g.pid = getpid();
+  g.start_ns = now_ns();
+  read_command();
+  pthread_key_create(&g.key, thread_exit);
+  pthread_atfork(heap_before_fork, heap_after_fork_parent, after_fork_child);
+  g.membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+  install_signal_handlers();
+  g.state.store(kRecording, std::memory_order_release);
+}
+
+__attribute__((constructor(101))) void runtime_ctor() { init(); }
+
+ThreadState* attach_thread() {
+  if (g.state.load(std::memory_order_acquire) != kRecording) return nullptr;
+  Inside in;
+  uint32_t index = t_preassigned ? t_preassigned - 1 : g.next_index.fetch_add(1);
+  if (index >= kMaxThreads) return nullptr;
+  void* mem = private_alloc(sizeof(ThreadState));
+  if (!mem) return nullptr;
+  auto* t = new (mem) ThreadState;
+  t->index = index;
+  t->tid = uint32_t(syscall(SYS_gettid));
+  t->core = index % g.cores;
+  g.core_owner[t->core].store(index, std::memory_order_relaxed);
+  g.threads[index].store(t, std::memory_order_release);
+  pthread_setspecific(g.key, t);
+  t_state = t;
+  return t;
+}
+
+// pthread key destructor: the thread is exiting; fold its instruction table into the merged one.
+void thread_exit(void* p) {
+  auto* t = static_cast<ThreadState*>(p);
+  if (!t || g.state.load() != kRecording) return;
+  Inside in;
+  LockGuard lock(g.merged_lock);
+  g.merged.merge_from(t->ips);
+  t->ips.release();
+}
+
+struct ObjectHit {
+  int kind;
+  uint32_t thread;
+  uint64_t set_bit;
+  uint64_t serial;
+};
+
+void count_object_miss(HeapObject& o, void* arg) {
+  auto* h = static_cast<ObjectHit*>(arg);
+  o.misses[h->kind]++;
+  o.thread_mask |= uint64_t(1) << (h->thread % 64);
+  o.l1_set_mask |= h->set_bit;
+  h->serial = o.serial;
+}
+
+void note_object(InstructionRecord* s, uint64_t serial) {
+  if (!s || !serial) return;
+  if (!add_ref(s->objects, serial)) s->object_count = profile::kRefs + 1;
+  else if (s->object_count < uint32_t(profile::kRefs)) {
+    uint32_t n = 0;
+    while (n < uint32_t(profile::kRefs) && s->objects[n]) ++n;
+    if (n > s->object_count) s->object_count = n;
+  }
+}
+
+void record_sharing(ThreadState* t, uint64_t ip, const sim::LineResult& lr, Outcome o, bool write) {
+  g.lines.update(lr.line, [&](LineRecord& r, bool fresh) {
+    r.misses[int(o)]++;
+    note_line_thread(r, t->index, lr.access_mask, write);
+    uint32_t writer = g.core_owner[lr.writer_core % kMaxCores].load(std::memory_order_relaxed);
+    note_line_thread(r, writer, lr.writer_mask, true);
+    add_ref(r.ips, ip);
+    if (fresh) {
+      HeapObject objs[profile::kRefs];
+      uint64_t base = lr.line << g.line_shift;
+      int n = objects_overlapping(base, base + (uint64_t(1) << g.line_shift), objs, profile::kRefs);
+      for (int i = 0; i < n && i < profile::kRefs; ++i) r.objects[i] = objs[i].serial;
+      r.object_count = uint32_t(n);
+    }
+  });
+}
+
+void record(ThreadState* t, uint64_t ip, uint64_t addr, uint32_t size, bool write) {
+  sim::AccessResult r = g.sim->access(t->core, addr, size, write);
+  t->accesses++;
+  InstructionRecord* s = t->ips.get(ip);
+  if (s) s->accesses[write]++;
+  for (uint8_t k = 0; k < r.nlines; ++k) {
+    const sim::LineResult& lr = r.lines[k];
+    if (lr.level[0] == Outcome::Hit) continue;
+    size_t reached = lr.levels_reached < g.nlevels ? lr.levels_reached : g.nlevels;
+    for (size_t l = 0; l < reached; ++l) {
+      if (lr.level[l] == Outcome::Hit) continue;
+      t->misses[l]++;
+      if (s) s->misses[l][int(lr.level[l])]++;
+    }
+    const Outcome o = lr.level[0];
+    const uint64_t piece = k == 0 ? addr : lr.line << g.line_shift;
+    const uint64_t set_bit = uint64_t(1) << ((lr.line & (g.l1_sets - 1)) & 63);
+    if (s) s->l1_set_mask |= set_bit;
+    if (o == Outcome::Compulsory) continue;
+    if (s) add_ref(s->sample_addrs, piece);
+    ObjectHit hit{int(o), t->index, set_bit, 0};
+    if (with_object(piece, count_object_miss, &hit)) note_object(s, hit.serial);
+    if (o == Outcome::TrueSharing || o == Outcome::FalseSharing) record_sharing(t, ip, lr, o, write);
+  }
+}
+
+// Entry for every access: cheap checks, then record() with the busy flag up.
+inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
+  ThreadState* t = t_state;
+  if (__builtin_expect(t == nullptr, 0)) {
+    if (g.state.load(std::memory_order_acquire) != kRecording || t_in_runtime) return;
+    t = attach_thread();
+    if (!t) return;
+  }
+  if (t_in_runtime) {  // the program re-entered us (e.g. from a signal handler)
+    g.dropped_accesses.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  t->busy.store(1, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // paired with membarrier in finish()
+  if (g.state.load(std::memory_order_relaxed) == kRecording) {
+    Inside in;
+    record(t, ret ? ret - 1 : 0, addr, size, write);
+  }
+  t->busy.store(0, std::memory_order_release);
+}
+
+// ---- the end: export everything and write the profile ----
+
+struct ModuleList {
+  profile::ModuleRecord* recs;
+  size_t n, cap;
+  char* strings;
+  size_t slen, scap;
+};
+
+uint32_t add_string(ModuleList& m, const char* s) {
+  size_t len = std::strlen(s) + 1;
+  if (m.slen + len > m.scap) return profile::kNoString;
+  std::memcpy(m.strings + m.slen, s, len);
+  uint32_t off = uint32_t(m.slen);
+  m.slen += len;
+  return off;
+}
+
+int add_module(dl_phdr_info* info, size_t, void* arg) {
+  auto& m = *static_cast<ModuleList*>(arg);
+  if (m.n == m.cap) return 0;
+  char exe[4096];
+  const char* path = info->dlpi_name;
+  if (!path || !*path) {
+    ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return 0;
+    exe[n] = '\0';
+    path = exe;
+  }
+  if (path[0] != '/') return 0;  // the vDSO and other unnamed objects
+  uint64_t lo = ~0ull, hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const auto& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    lo = std::min<uint64_t>(lo, info->dlpi_addr + ph.p_vaddr);
+    hi = std::max<uint64_t>(hi, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+  }
+  profile::ModuleRecord r{};
+  r.load_bias = info->dlpi_addr;
+  r.start = lo;
+  r.end = hi;
+  r.path_str = add_string(m, path);
+  m.recs[m.n++] = r;
+  return 0;
+}
+
+template <typename T>
+T* alloc_array(size_t n) {
+  return static_cast<T*>(private_alloc(sizeof(T) * (n ? n : 1)));
+}
+
+void finish(int term_signal) {
+  int expected = kRecording;
+  if (!g.state.compare_exchange_strong(expected, kFinished)) return;
+  if (getpid() != g.pid) return;
+  Inside in;
+  // Let accesses in flight on other threads complete before their tables are read.
+  if (g.membarrier_ok) syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+  uint32_t nthreads = std::min(g.next_index.load(), kMaxThreads);
+  for (uint32_t i = 0; i < nthreads; ++i) {
+    ThreadState* t = g.threads[i].load(std::memory_order_acquire);
+    if (!t || t == t_state) continue;
+    for (int spin = 0; t->busy.load(std::memory_order_acquire) && spin < 200000; ++spin) sched_yield();
+  }
+  auto* threads = alloc_array<profile::ThreadRecord>(nthreads);
+  size_t nthr = 0;
+  {
+    LockGuard lock(g.merged_lock);
+    for (uint32_t i = 0; i < nthreads; ++i) {
+      ThreadState* t = g.threads[i].load(std::memory_order_acquire);
+      if (!t) continue;
+      if (t->busy.load() && t != t_state) continue;  // stuck mid-access: its table is unsafe
+      g.merged.merge_from(t->ips);
+      if (threads) {
+        profile::ThreadRecord& tr = threads[nthr++];
+        tr = {};
+        tr.index = t->index;
+        tr.tid = t->tid;
+        tr.core = t->core;
+        tr.accesses = t->accesses;
+        for (int l = 0; l < profile::kLevels; ++l) tr.misses[l] = t->misses[l];
+      }
+    }
+  }
+  sim::Counters c = g.sim->counters();
+  profile::CounterRecord counters[profile::kLevels] = {};
+  profile::LevelRecord levels[profile::kLevels] = {};
+  const CacheGeometry& geo = g.sim->geometry();
+  for (size_t l = 0; l < g.nlevels; ++l) {
+    std::memcpy(counters[l].by_kind, c.level[l].by_outcome, sizeof counters[l].by_kind);
+    counters[l].writebacks = c.level[l].writebacks;
+    counters[l].upgrades = c.level[l].upgrades;
+    counters[l].coherence_invalidations = c.level[l].coherence_invalidations;
+    counters[l].back_invalidations = c.level[l].back_invalidations;
+    levels[l].size = geo.levels[l].size;
+    levels[l].ways = geo.levels[l].ways;
+    levels[l].line = geo.levels[l].line;
+    std::strncpy(levels[l].name, geo.levels[l].name.c_str(), sizeof levels[l].name - 1);
+  }
+  ModuleList mods{alloc_array<profile::ModuleRecord>(1024), 0, 1024, alloc_array<char>(1 << 20), 0,
+                  1 << 20};
+  profile::MetaRecord meta{};
+  if (mods.recs && mods.strings) {
+    meta.command_str = add_string(mods, g.command);
+    meta.geometry_source_str = add_string(mods, g.geometry_source);
+    dl_iterate_phdr(add_module, &mods);
+  } else {
+    meta.command_str = meta.geometry_source_str = profile::kNoString;
+  }
+  size_t nlines_cap = g.lines.size();
+  auto* lines = alloc_array<LineRecord>(nlines_cap);
+  size_t nlines = lines ? g.lines.export_to(lines, nlines_cap) : 0;
+  size_t nobj_cap = object_count_with_misses();
+  auto* objects = alloc_array<profile::ObjectRecord>(nobj_cap);
+  size_t nobj = objects ? export_objects(objects, nobj_cap) : 0;
+  size_t nsite_cap = site_count();
+  auto* sites = alloc_array<profile::SiteRecord>(nsite_cap);
+  size_t nsites = sites ? export_sites(sites, nsite_cap) : 0;
+
+  meta.mode = uint32_t(profile::Mode::Exact);
+  meta.cores = g.cores == kMaxCores ? 0 : g.cores;
+  meta.policy = g.policy;
+  meta.inclusive_llc = g.inclusive;
+  meta.term_signal = term_signal;
+  meta.pid = uint64_t(g.pid);
+  meta.start_ns = g.start_ns;
+  meta.end_ns = now_ns();
+  meta.accesses = c.accesses;
+  meta.dropped_accesses = g.dropped_accesses.load();
+  meta.dropped_records = g.merged.dropped() + g.lines.dropped() + dropped_objects();
+  meta.threads_seen = nthreads;
+  meta.folded = nthreads > g.cores;
+  profile::SectionData s[] = {
+      {profile::Section::Meta, sizeof meta, 1, &meta},
+      {profile::Section::Levels, sizeof(profile::LevelRecord), g.nlevels, levels},
+      {profile::Section::Counters, sizeof(profile::CounterRecord), g.nlevels, counters},
+      {profile::Section::Strings, 1, mods.slen, mods.strings},
+      {profile::Section::Modules, sizeof(profile::ModuleRecord), mods.n, mods.recs},
+      {profile::Section::Threads, sizeof(profile::ThreadRecord), nthr, threads},
+      {profile::Section::Instructions, sizeof(InstructionRecord), g.merged.size(), g.merged.records()},
+      {profile::Section::Lines, sizeof(LineRecord), nlines, lines},
+      {profile::Section::Objects, sizeof(profile::ObjectRecord), nobj, objects},
+      {profile::Section::Sites, sizeof(profile::SiteRecord), nsites, sites},
+  };
+  profile::write_profile_sections(g.output, s, sizeof s / sizeof s[0]);
+}
+
+__attribute__((destructor(101))) void runtime_dtor() { finish(0); }
+
+void after_fork_child() {
+  g.state.store(kDisabled);  // the child runs unprofiled; its parent keeps the profile
+  g.merged_lock.reset();
+  heap_after_fork_child();
+}
+
+const int kSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+constexpr int kMaxSig = 65;
+// Signals whose default action we stand in for: the profile is written, then the default
+// action happens. Set while the program's chosen disposition for them is SIG_DFL.
+std::atomic<bool> g_guarding[kMaxSig] = {};
+
+using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
+SigactionFn real_sigaction() {
+  static SigactionFn fn = nullptr;
+  if (!fn) {
+    Inside in;
+    fn = reinterpret_cast<SigactionFn>(dlsym(RTLD_NEXT, "sigaction"));
+  }
+  return fn;
+}
+
+void fatal_signal(int sig) {
+  int saved = errno;
+  finish(sig);
+  g_guarding[sig].store(false);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  if (SigactionFn f = real_sigaction()) f(sig, &dfl, nullptr);
+  // A fault re-executes and kills with the default action; other signals are raised again.
+  if (sig != SIGSEGV && sig != SIGBUS && sig != SIGILL && sig != SIGFPE) raise(sig);
+  errno = saved;
+}
+
+bool guarded_kind(int sig) {
+  for (int s : kSignals)
+    if (s == sig) return true;
+  return false;
+}
+
+// Only where the disposition is the default (an inherited SIG_IGN is kept).
+void install_signal_handlers() {
+  SigactionFn f = real_sigaction();
+  if (!f) return;
+  for (int sig : kSignals) {
+    struct sigaction old {};
+    if (f(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) continue;
+    struct sigaction sa {};
+    sa.sa_handler = fatal_signal;
+    sigemptyset(&sa.sa_mask);
+    if (f(sig, &sa, nullptr) == 0) g_guarding[sig].store(true);
+  }
+}
+
+}  // namespace
+
+// The program's view of signal dispositions: while we stand in for a default action, the
+// program sees SIG_DFL; when it sets SIG_DFL again, ours stays; any handler it installs
+// replaces ours, so its own handling is never disturbed.
+extern "C" __attribute__((visibility("default"))) int sigaction(int sig, const struct sigaction* act,
+                                                                struct sigaction* old) {
+  SigactionFn f = real_sigaction();
+  if (!f) {
+    errno = ENOSYS;
+    return -1;
+  }
+  if (sig <= 0 || sig >= kMaxSig || !guarded_kind(sig) || getpid() != g.pid) return f(sig, act, old);
+  bool guarding = g_guarding[sig].load();
+  struct sigaction current {};
+  if (int rc = f(sig, nullptr, &current); rc != 0) return rc;
+  if (old) {
+    *old = current;
+    if (guarding) {
+      old->sa_handler = SIG_DFL;
+      old->sa_flags &= ~SA_SIGINFO;
+    }
+  }
+  if (!act) return 0;
+  bool wants_default = !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL;
+  if (wants_default && g.state.load() == kRecording) {
+    if (guarding) return 0;
+    struct sigaction sa = *act;
+    sa.sa_handler = fatal_signal;
+    int rc = f(sig, &sa, nullptr);
+    if (rc == 0) g_guarding[sig].store(true);
+    return rc;
+  }
+  g_guarding[sig].store(false);
+  return f(sig, act, nullptr);
+}
+
+extern "C" __attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t handler) {
+  struct sigaction sa {}, old {};
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;  // glibc's signal() has BSD semantics
+  if (sigaction(sig, &sa, &old) != 0) return SIG_ERR;
+  return old.sa_handler;
+}
+
+
+// ---- the sink the compiler-facing ABI layer calls ----
+void on_access(uintptr_t ip, uintptr_t addr, uint32_t size, bool write) noexcept {
+  access(ip, addr, size, write);
+}
+
+void on_range(uintptr_t ip, uintptr_t addr, size_t size, bool write) noexcept {
+  // Ranges (memcpy, memset, struct copies) become line-sized accesses, as vector code does.
+  const uint64_t line = uint64_t(1) << g.line_shift;
+  while (size > 0) {
+    uint64_t chunk = line - (addr & (line - 1));
+    if (chunk > size) chunk = size;
+    access(ip, addr, uint32_t(chunk), write);
+    addr += chunk;
+    size -= chunk;
+  }
+}
+
+void on_init() noexcept { init(); }
+
+// ---- used by the heap code ----
+uint32_t current_thread_index() noexcept {
+  if (t_state) return t_state->index;
+  ThreadState* t = attach_thread();
+  return t ? t->index : 0;
+}
+bool in_runtime() noexcept { return t_in_runtime; }
+bool set_in_runtime(bool inside) noexcept {
+  bool was = t_in_runtime;
+  t_in_runtime = inside;
+  return was;
+}
+bool recording() noexcept { return g.state.load(std::memory_order_relaxed) == kRecording; }
+
+// Thread indices are handed out at pthread_create, in creation order, so threads map to
+// simulated cores the same way in every run of a deterministic program.
+void preassign_thread_index(uint32_t index_plus_one) noexcept { t_preassigned = index_plus_one; }
+uint32_t next_thread_index() noexcept { return g.next_index.fetch_add(1) + 1; }
+
+}  // namespace whymiss::rt

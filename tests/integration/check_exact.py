@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""End-to-end check of exact mode on one workload: runs `whymiss run --mode exact` and asserts
+the diagnosis. Exit 0 when the verdict holds, 1 with a reason otherwise.
+
+  check_exact.py WHYMISS PROGRAM --expect KIND ORIGIN   # the top finding is KIND/ORIGIN
+  check_exact.py WHYMISS PROGRAM --absent KIND ORIGIN   # no finding of KIND/ORIGIN
+  check_exact.py WHYMISS PROGRAM --none                 # no finding at all
+  check_exact.py WHYMISS PROGRAM --profile-only [--signal N] [--same-output NATIVE]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("whymiss")
+    ap.add_argument("program")
+    ap.add_argument("--expect", nargs=2)
+    ap.add_argument("--absent", nargs=2)
+    ap.add_argument("--none", action="store_true")
+    ap.add_argument("--profile-only", action="store_true")
+    ap.add_argument("--signal", type=int, default=0)
+    ap.add_argument("--exit-code", type=int, default=0)
+    ap.add_argument("--same-output", help="a native build whose stdout must match")
+    ap.add_argument("--extra", nargs="*", default=[])
+    a = ap.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        prof = os.path.join(tmp, "p.data")
+        rep = os.path.join(tmp, "r.json")
+        cmd = [a.whymiss, "run", "--mode", "exact", "-o", prof, "--format", "json",
+               "--output", rep] + a.extra + ["--", a.program]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            return fail(f"whymiss exited {r.returncode}: {r.stderr.strip()}")
+        if not os.path.exists(rep):
+            return fail("no report was written")
+        with open(rep) as f:
+            report = json.load(f)
+        if report.get("mode") != "exact":
+            return fail(f"mode is {report.get('mode')!r}")
+        exit_info = report.get("exit", {})
+        if a.signal and exit_info.get("signal") != a.signal:
+            return fail(f"expected the program to end by signal {a.signal}, report says {exit_info}")
+        if not a.signal and exit_info.get("code") != a.exit_code:
+            return fail(f"expected exit code {a.exit_code}, report says {exit_info}")
+        if report["totals"]["accesses"] <= 0:
+            return fail("the profile recorded no accesses")
+        if a.same_output:
+            native = subprocess.run([a.same_output], capture_output=True, text=True, timeout=120)
+            if native.stdout != r.stdout:
+                return fail(f"output changed under profiling: {r.stdout!r} vs {native.stdout!r}")
+        findings = report["findings"]
+        verdicts = [(f["kind"], f["origin"]) for f in findings]
+        if a.expect:
+            if not findings:
+                return fail(f"expected {a.expect}, got no finding; notes: {report.get('notes')}")
+            if tuple(a.expect) != verdicts[0]:
+                return fail(f"expected top finding {tuple(a.expect)}, got {verdicts}")
+            top = findings[0]
+            if not top["instructions"] or not top["objects"]:
+                return fail(f"the top finding names no instruction or object: {top}")
+            if not any(i.get("line", 0) > 0 for i in top["instructions"]):
+                return fail(f"no instruction of the top finding has a source line: {top['instructions']}")
+        if a.absent and tuple(a.absent) in verdicts:
+            return fail(f"expected no {tuple(a.absent)} finding, got {verdicts}")
+        if a.none and findings:
+            return fail(f"expected no finding, got {verdicts}")
+    print("ok:", " ".join(os.path.basename(x) for x in [a.program]), verdicts if not a.profile_only else "")
+    return 0
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
