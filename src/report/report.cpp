@@ -1,6 +1,8 @@
 #include "report/report.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 #include "report/json.h"
@@ -79,6 +81,36 @@ ObjectView view(const analysis::ObjectRef& r, const profile::Profile& p, Namer& 
 std::string where(const CodeLoc& c) {
   if (c.file.empty()) return c.function;
   return c.function + "  " + basename(c.file) + ":" + std::to_string(c.line);
+}
+
+// Per source line: accesses and misses by level, summed over its instructions (like
+// cg_annotate's per-line view). Sorted by L1 misses, most first.
+struct SourceLine {
+  CodeLoc loc;
+  uint64_t accesses[2] = {};
+  uint64_t misses[profile::kLevels][2] = {};  // [level][0 all non-hit, 1 non-compulsory]
+};
+
+std::vector<SourceLine> source_lines(const profile::Profile& p, Namer& n) {
+  std::map<std::pair<std::string, uint32_t>, SourceLine> by_line;
+  for (const auto& ir : p.instructions) {
+    CodeLoc c = n.code(ir.ip);
+    SourceLine& sl = by_line[{c.file.empty() ? c.function : c.file, c.line}];
+    sl.loc = c;
+    sl.accesses[0] += ir.accesses[0];
+    sl.accesses[1] += ir.accesses[1];
+    for (int l = 0; l < profile::kLevels; ++l)
+      for (int k = 1; k < profile::kKinds; ++k) {
+        sl.misses[l][0] += ir.misses[l][k];
+        if (k != 1) sl.misses[l][1] += ir.misses[l][k];
+      }
+  }
+  std::vector<SourceLine> v;
+  for (auto& [key, sl] : by_line) v.push_back(sl);
+  std::stable_sort(v.begin(), v.end(), [](const SourceLine& a, const SourceLine& b) {
+    return a.misses[0][0] > b.misses[0][0];
+  });
+  return v;
 }
 
 void json_loc(JsonWriter& w, const CodeLoc& c) {
@@ -174,6 +206,18 @@ void write_json(std::ostream& out, const profile::Profile& p, const analysis::An
     w.field("suggestion", f.suggestion).end_object();
   }
   w.end_array();
+  w.key("source_lines").begin_array();
+  std::vector<SourceLine> lines = source_lines(p, n);
+  for (size_t i = 0; i < lines.size() && i < o.max_source_lines; ++i) {
+    const SourceLine& sl = lines[i];
+    w.begin_object();
+    json_loc(w, sl.loc);
+    w.field("reads", sl.accesses[0]).field("writes", sl.accesses[1]);
+    w.key("misses").begin_object();
+    for (size_t l = 0; l < p.geometry.levels.size(); ++l) w.field(p.geometry.levels[l].name, sl.misses[l][0]);
+    w.end_object().end_object();
+  }
+  w.end_array();
   w.key("notes").begin_array();
   for (const auto& s : a.notes) w.value(s);
   w.end_array();
@@ -263,6 +307,22 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
     }
     if (ev.tellp()) out << "   evidence: " << ev.str() << "\n";
     out << "   fix: " << f.suggestion << "\n";
+  }
+  std::vector<SourceLine> lines = source_lines(p, n);
+  size_t shown = 0;
+  for (const auto& sl : lines) shown += sl.misses[0][0] > 0;
+  if (shown) {
+    out << "\nSource lines by " << p.geometry.levels[0].name << " misses [" << how(p) << "]:\n";
+    std::snprintf(b, sizeof b, "%14s %12s %12s  %s\n", "accesses", p.geometry.levels[0].name.c_str(),
+                  p.geometry.levels.back().name.c_str(), "line");
+    out << b;
+    for (size_t i = 0; i < lines.size() && i < o.max_text_lines && lines[i].misses[0][0]; ++i) {
+      const SourceLine& sl = lines[i];
+      std::snprintf(b, sizeof b, "%14s %12s %12s  ", thousands(sl.accesses[0] + sl.accesses[1]).c_str(),
+                    thousands(sl.misses[0][0]).c_str(),
+                    thousands(sl.misses[p.geometry.levels.size() - 1][0]).c_str());
+      out << b << where(sl.loc) << "\n";
+    }
   }
   for (const auto& s : a.notes) out << "\nnote: " << s << "\n";
 }

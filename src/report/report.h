@@ -38,6 +38,8 @@ struct Options {
   size_t max_findings = 20;
   size_t max_instructions = 5;  // per finding
   size_t max_objects = 5;       // per finding
+  size_t max_source_lines = 200;  // JSON "source_lines"
+  size_t max_text_lines = 10;     // text: hottest source lines
 };
 
 void write_report(std::ostream& out, const profile::Profile& p, const analysis::Analysis& a,
