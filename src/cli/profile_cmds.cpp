@@ -134,6 +134,9 @@ int record(const RecordConfig& c, std::ostream& err) {
     sigaction(SIGINT, &old_int, nullptr);
     ::close(pipefd[0]);
     for (const auto& e : envs) putenv(const_cast<char*>(e.c_str()));
+    // Only this process records: descendants that exec a whymiss-built program run unprofiled.
+    std::string self = "WHYMISS_PID=" + std::to_string(getpid());
+    putenv(self.data());
     execv(prog->c_str(), args.data());
     int e = errno;
     (void)!::write(pipefd[1], &e, sizeof e);

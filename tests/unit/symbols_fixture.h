@@ -5,6 +5,13 @@
 #pragma once
 #include <cstdint>
 
+// noipa (GCC) also stops interprocedural shortcuts; Clang has no such attribute.
+#if __has_attribute(noipa)
+#define WHYMISS_FIXTURE_OPAQUE __attribute__((noinline, noipa))
+#else
+#define WHYMISS_FIXTURE_OPAQUE __attribute__((noinline))
+#endif
+
 extern "C" {
 long whymiss_fixture_counters[4];  // exported global: 32 bytes
 }
@@ -18,12 +25,12 @@ static struct counters fixture_static_counters;  // file-local: a LOCAL symbol, 
 namespace whymiss_fixture {
 
 // Returns its own return address, i.e. an address just after the call in the caller.
-__attribute__((noinline, noipa)) uintptr_t capture() {
+WHYMISS_FIXTURE_OPAQUE uintptr_t capture() {
   return reinterpret_cast<uintptr_t>(__builtin_return_address(0));
 }
 
 // Namespaced C++ function: its name must come back demangled.
-__attribute__((noinline, noipa)) uintptr_t compute(int n) {
+WHYMISS_FIXTURE_OPAQUE uintptr_t compute(int n) {
   uintptr_t ip = capture();  // @mark:compute
   whymiss_fixture_counters[2] += n;
   return ip;
@@ -35,7 +42,7 @@ __attribute__((noinline, noipa)) uintptr_t compute(int n) {
 namespace {
 struct Probe {
   long touched = 0;
-  __attribute__((noinline, noipa)) uintptr_t poke();
+  WHYMISS_FIXTURE_OPAQUE uintptr_t poke();
 };
 uintptr_t Probe::poke() {
   uintptr_t ip = whymiss_fixture::capture();  // @mark:poke
@@ -44,7 +51,7 @@ uintptr_t Probe::poke() {
 }
 }  // namespace
 
-extern "C" __attribute__((noinline, noipa)) uintptr_t whymiss_fixture_known() {
+extern "C" WHYMISS_FIXTURE_OPAQUE uintptr_t whymiss_fixture_known() {
   uintptr_t ip = whymiss_fixture::capture();  // @mark:known
   whymiss_fixture_counters[0] += 1;           // keeps the call above from being a tail call
   return ip;
@@ -64,7 +71,7 @@ static inline __attribute__((always_inline)) uintptr_t fixture_inlined_middle(lo
   return ip;
 }
 
-extern "C" __attribute__((noinline, noipa)) uintptr_t whymiss_fixture_caller(long k) {
+extern "C" WHYMISS_FIXTURE_OPAQUE uintptr_t whymiss_fixture_caller(long k) {
   uintptr_t ip = fixture_inlined_middle(k);  // @mark:caller
   whymiss_fixture_counters[1] += k;
   return ip;

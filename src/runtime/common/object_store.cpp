@@ -363,18 +363,22 @@ void on_thread_exit(void*) {
   flush_cache(head, n, t.stripe);
 }
 
+// Creates the pool on first use. Another thread creating it is waited for (one mmap); the
+// creating thread cannot re-enter here because it runs under HeapGuard.
 bool pool_ready() noexcept {
-  int s = g_pool_state.load(std::memory_order_acquire);
-  if (s == kPoolReady) return true;
-  if (s == kPoolFailed) return false;
-  if (s == kPoolNone &&
-      g_pool_state.compare_exchange_strong(s, kPoolIniting, std::memory_order_acquire)) {
-    g_slots = static_cast<HeapSlot*>(reserve_zeroed(sizeof(HeapSlot) * size_t{kMaxSlots}));
-    g_exit_key_ok = pthread_key_create(&g_exit_key, on_thread_exit) == 0;
-    g_pool_state.store(g_slots != nullptr ? kPoolReady : kPoolFailed, std::memory_order_release);
-    return g_slots != nullptr;
+  for (unsigned spins = 0;; spin_wait(spins)) {
+    int s = g_pool_state.load(std::memory_order_acquire);
+    if (s == kPoolReady) return true;
+    if (s == kPoolFailed) return false;
+    if (s == kPoolNone &&
+        g_pool_state.compare_exchange_strong(s, kPoolIniting, std::memory_order_acquire)) {
+      g_slots = static_cast<HeapSlot*>(reserve_zeroed(sizeof(HeapSlot) * size_t{kMaxSlots}));
+      g_exit_key_ok = pthread_key_create(&g_exit_key, on_thread_exit) == 0;
+      g_pool_state.store(g_slots != nullptr ? kPoolReady : kPoolFailed,
+                         std::memory_order_release);
+      return g_slots != nullptr;
+    }
   }
-  return false;  // another thread is mapping the pool right now: this object goes unrecorded
 }
 
 // Takes up to `max` records from a stripe as a chain; returns the head, *n = count.

@@ -154,27 +154,33 @@ std::atomic<uint32_t> g_count{0};
 SpinLock g_insert_lock;
 std::atomic<uint64_t> g_dropped{0};
 
+// Creates the table on first use (two mmaps); another thread creating it is waited for. The
+// creating thread cannot re-enter here: callers run under HeapGuard.
 bool table_ready() noexcept {
-  int s = g_table_state.load(std::memory_order_acquire);
-  if (s == 2) return true;
-  if (s == 3) return false;
-  if (s == 0 && g_table_state.compare_exchange_strong(s, 1, std::memory_order_acquire)) {
-    auto* sites = static_cast<profile::SiteRecord*>(
-        reserve_zeroed(sizeof(profile::SiteRecord) * kMaxSites));
-    auto* index = static_cast<std::atomic<uint64_t>*>(
-        reserve_zeroed(sizeof(std::atomic<uint64_t>) * kIndexSize));
-    if (sites == nullptr || index == nullptr) {
-      g_table_state.store(3, std::memory_order_release);
-      return false;
+  for (unsigned spins = 0;; ++spins) {
+    int s = g_table_state.load(std::memory_order_acquire);
+    if (s == 2) return true;
+    if (s == 3) return false;
+    if (s == 0 && g_table_state.compare_exchange_strong(s, 1, std::memory_order_acquire)) {
+      auto* sites = static_cast<profile::SiteRecord*>(
+          reserve_zeroed(sizeof(profile::SiteRecord) * kMaxSites));
+      auto* index = static_cast<std::atomic<uint64_t>*>(
+          reserve_zeroed(sizeof(std::atomic<uint64_t>) * kIndexSize));
+      if (sites == nullptr || index == nullptr) {
+        g_table_state.store(3, std::memory_order_release);
+        return false;
+      }
+      g_sites = sites;
+      g_index = index;
+      g_table_state.store(2, std::memory_order_release);
+      return true;
     }
-    g_sites = sites;
-    g_index = index;
-    g_table_state.store(2, std::memory_order_release);
-    return true;
+    if (spins < 128) {
+      __builtin_ia32_pause();
+    } else {
+      sched_yield();
+    }
   }
-  // Another thread is creating the table (two mmaps): rather than wait inside malloc, this
-  // allocation goes without a site.
-  return g_table_state.load(std::memory_order_acquire) == 2;
 }
 
 // Independent multiplies (one odd constant per frame) pipeline well; the final mix spreads the

@@ -123,6 +123,12 @@ void init() {
     g.state.store(kDisabled);
     return;
   }
+  // WHYMISS_PID names the process `whymiss record` started; its descendants run unprofiled
+  // (they would overwrite its profile). An exec in that process profiles the new image.
+  if (const char* pid = std::getenv("WHYMISS_PID"); pid && std::atol(pid) != long(getpid())) {
+    g.state.store(kDisabled);
+    return;
+  }
   std::strcpy(g.output, out);
   CacheGeometry geo;
   if (const char* spec = std::getenv("WHYMISS_CACHE"); spec && *spec) {
