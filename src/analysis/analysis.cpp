@@ -69,6 +69,7 @@ class Analyzer {
     if (!gate_open(&a)) return a;
     sharing(&a);
     capacity_conflict(&a);
+    for (Finding& f : a.findings) drop_minor_instructions(f);
     std::stable_sort(a.findings.begin(), a.findings.end(),
                      [](const Finding& x, const Finding& y) { return x.cost > y.cost; });
     return a;
@@ -99,6 +100,16 @@ class Analyzer {
       return false;
     }
     return true;
+  }
+
+  // Instructions with under 1% of a finding's misses are noise (a final read of the data,
+  // say); the first (most missing) one always stays.
+  static void drop_minor_instructions(Finding& f) {
+    uint64_t floor = f.misses / 100;
+    auto& v = f.instructions;
+    v.erase(std::remove_if(v.begin() + (v.empty() ? 0 : 1), v.end(),
+                           [&](const InstrRef& r) { return r.misses < floor; }),
+            v.end());
   }
 
   bool significant(uint64_t accesses, uint64_t misses, int level) const {

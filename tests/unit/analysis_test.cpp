@@ -232,3 +232,21 @@ TEST(Analysis, ByteRanges) {
 
 }  // namespace
 }  // namespace whymiss::analysis
+
+namespace whymiss::analysis {
+namespace {
+TEST(Analysis, InstructionsWithAFewMissesAreNotListed) {
+  uint64_t m[kKinds] = {0, 2, 0, 0, 0, 10000};
+  Profile p = base(20000, m);
+  p.instructions.push_back(instr(0x400100, 20000, 0, kFS, 9999));
+  p.instructions.push_back(instr(0x400900, 2, 0, kFS, 1));  // a final read of the counters
+  LineRecord l = line(0x1000, 10000, 0, 0x400100);
+  l.ips[1] = 0x400900;
+  p.lines.push_back(l);
+  Analysis a = analyze(p);
+  ASSERT_EQ(a.findings.size(), 1u);
+  ASSERT_EQ(a.findings[0].instructions.size(), 1u);
+  EXPECT_EQ(a.findings[0].instructions[0].ip, 0x400100u);
+}
+}  // namespace
+}  // namespace whymiss::analysis
