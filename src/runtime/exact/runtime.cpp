@@ -67,6 +67,8 @@ struct Global {
   LineTable lines;
   std::atomic<uint64_t> dropped_accesses{0};
   bool membarrier_ok = false;
+  bool one_per_core = true;
+  std::atomic<uint64_t> unrecorded_threads{0};
   uint32_t policy = 0, inclusive = 1;
   char output[4096] = {};
   char command[4096] = {};
@@ -76,6 +78,7 @@ constinit Global g;
 
 thread_local ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
 thread_local bool t_in_runtime __attribute__((tls_model("initial-exec"))) = false;
+thread_local bool t_unrecorded __attribute__((tls_model("initial-exec"))) = false;  // refused for good
 thread_local uint32_t t_preassigned __attribute__((tls_model("initial-exec"))) = 0;  // index + 1
 
 uint64_t now_ns() {
@@ -146,6 +149,10 @@ void init() {
     k.cores = uint32_t(std::atoi(c)) > kMaxCores ? kMaxCores : uint32_t(std::atoi(c));
   else
     k.cores = kMaxCores;  // simulated cores are created on first use: one per thread
+  // One thread per core (the default mapping): no per-core lock is needed. Threads past the
+  // last core are then not recorded (see attach_thread) rather than folded.
+  g.one_per_core = k.cores == kMaxCores;
+  k.one_thread_per_core = g.one_per_core;
   if (const char* p = std::getenv("WHYMISS_POLICY"); p && *p) {
     auto pol = sim::parse_policy(p);
     if (pol) k.policy = pol.value();
@@ -181,9 +188,13 @@ ThreadState* attach_thread() {
   if (g.state.load(std::memory_order_acquire) != kRecording) return nullptr;
   Inside in;
   uint32_t index = t_preassigned ? t_preassigned - 1 : g.next_index.fetch_add(1);
-  if (index >= kMaxThreads) return nullptr;
-  void* mem = private_alloc(sizeof(ThreadState));
-  if (!mem) return nullptr;
+  void* mem = nullptr;
+  if (index >= kMaxThreads || (g.one_per_core && index >= g.cores) ||
+      !(mem = private_alloc(sizeof(ThreadState)))) {
+    g.unrecorded_threads.fetch_add(1, std::memory_order_relaxed);
+    t_unrecorded = true;
+    return nullptr;
+  }
   auto* t = new (mem) ThreadState;
   t->index = index;
   t->tid = uint32_t(syscall(SYS_gettid));
@@ -278,6 +289,10 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
   ThreadState* t = t_state;
   if (__builtin_expect(t == nullptr, 0)) {
     if (g.state.load(std::memory_order_acquire) != kRecording || t_in_runtime) return;
+    if (t_unrecorded) {
+      g.dropped_accesses.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
     t = attach_thread();
     if (!t) return;
   }
