@@ -59,7 +59,9 @@ double threaded_pairs(int threads, long n) {
 }
 
 #ifdef WHYMISS_BENCH_HOOKS
-void touch(whymiss::rt::HeapObject& o, void*) { o.misses[1] += 1; }
+void touch(whymiss::rt::HeapObject& o, void*) {
+  o.misses[1] += 1;
+}
 
 double lookups(const std::vector<uintptr_t>& addrs, long n, long* found) {
   long f = 0;
@@ -76,7 +78,7 @@ double lookups(const std::vector<uintptr_t>& addrs, long n, long* found) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  pairs(1000000);  // warm up (and, with hooks, intern the sites)
+  pairs(1000000);                       // warm up (and, with hooks, intern the sites)
   if (argc > 1 && argv[1][0] == 'p') {  // "pairs": only that, for profiling
     printf("pairs: %.1f ns\n", pairs(50000000));
     return 0;
@@ -114,12 +116,20 @@ int main(int argc, char** argv) {
          20000000);
   // Sequential addresses through one object (the common exact-mode pattern: a loop over an array).
   auto* arr = static_cast<char*>(opaque(malloc(1 << 20)));
-  for (size_t i = 0; i < addrs.size(); ++i) addrs[i] = reinterpret_cast<uintptr_t>(arr) + (i & ((1 << 20) - 1)) * 64 % (1 << 20);
+  for (size_t i = 0; i < addrs.size(); ++i)
+    addrs[i] = reinterpret_cast<uintptr_t>(arr) + (i & ((1 << 20) - 1)) * 64 % (1 << 20);
   const double seq_ns = lookups(addrs, 20000000, &found);
   printf("hooks: with_object, one 1 MiB array:     %6.1f ns (%ld found)\n", seq_ns, found);
+  // A few small objects (page level, one lock per lookup), all in cache.
+  for (size_t i = 0; i < addrs.size(); ++i) {
+    addrs[i] = reinterpret_cast<uintptr_t>(live[i & 15]) + (i & 7);
+  }
+  const double small_ns = lookups(addrs, 20000000, &found);
+  printf("hooks: with_object, 16 small hot objects: %5.1f ns (%ld found)\n", small_ns, found);
   // Not heap: stack / global addresses.
   static char global[4096];
-  for (size_t i = 0; i < addrs.size(); ++i) addrs[i] = reinterpret_cast<uintptr_t>(&global[i & 4095]);
+  for (size_t i = 0; i < addrs.size(); ++i)
+    addrs[i] = reinterpret_cast<uintptr_t>(&global[i & 4095]);
   const double miss_ns = lookups(addrs, 20000000, &found);
   printf("hooks: with_object, global (no object):  %6.1f ns (%ld found)\n", miss_ns, found);
   // 4 threads looking up at once (each its own objects region of the shared array set).

@@ -2,9 +2,13 @@
 // allocation sites and the malloc / operator new interposition. The test binary links the
 // interposing allocator into itself (as an instrumented program does), with the runtime core
 // replaced by runtime_stub.cpp; recording is on, so GoogleTest's own allocations are recorded too.
+#include "runtime/common/heap.h"
+
 #include <errno.h>
+#include <gtest/gtest.h>
 #include <malloc.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,9 +20,6 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-
-#include "runtime/common/heap.h"
 #include "runtime/common/heap_internal.h"
 #include "runtime_stub.h"
 
@@ -34,7 +35,9 @@ T* opaque(T* p) {
   return p;
 }
 
-void* opaque_malloc(size_t n) { return opaque(malloc(n)); }
+void* opaque_malloc(size_t n) {
+  return opaque(malloc(n));
+}
 
 // A size the compiler cannot see (keeps -Walloc-size-larger-than quiet about deliberate failures).
 size_t opaque_size(size_t n) {
@@ -42,7 +45,9 @@ size_t opaque_size(size_t n) {
   return n;
 }
 
-void copy_object(rt::HeapObject& o, void* arg) { *static_cast<rt::HeapObject*>(arg) = o; }
+void copy_object(rt::HeapObject& o, void* arg) {
+  *static_cast<rt::HeapObject*>(arg) = o;
+}
 
 // The live object containing addr, if any.
 bool lookup(const void* addr, rt::HeapObject* out) {
@@ -116,8 +121,8 @@ TEST(PrivateHeap, BigBlocksAndAlignment) {
   EXPECT_EQ(q, p);
   EXPECT_EQ(static_cast<unsigned char*>(q)[12345], 0);  // pages were released (MADV_DONTNEED)
   rt::private_free(q);
-  for (size_t align : {size_t{32}, size_t{64}, size_t{4096}, size_t{1} << 16, size_t{1} << 20,
-                       size_t{1} << 22}) {
+  for (size_t align :
+       {size_t{32}, size_t{64}, size_t{4096}, size_t{1} << 16, size_t{1} << 20, size_t{1} << 22}) {
     for (size_t size : {size_t{1}, size_t{100}, size_t{3} << 20}) {
       void* r = rt::private_alloc_aligned(size, align);
       ASSERT_NE(r, nullptr);
@@ -185,6 +190,14 @@ TEST(PrivateHeap, RuntimeAllocationsArePrivateAndUnrecorded) {
   rt::HeapObject o{};
   EXPECT_FALSE(lookup(p, &o));
   EXPECT_FALSE(lookup(v->data(), &o));
+  // Resizing keeps the contents.
+  {
+    InRuntime in;
+    memset(p, 0x5a, 100);
+    p = opaque(realloc(p, 5000));
+    ASSERT_TRUE(rt::is_private(p));
+    for (int i = 0; i < 100; ++i) ASSERT_EQ(static_cast<unsigned char*>(p)[i], 0x5a);
+  }
   // Freed from outside the runtime: routed back to the private heap by address.
   free(p);
   free(c);
@@ -267,8 +280,8 @@ TEST(ObjectStore, ObjectsOverlapping) {
 }
 
 TEST(ObjectStore, ObjectsCrossingPagesAndChunks) {
-  for (size_t size : {size_t{5000}, size_t{70000}, size_t{300000}, size_t{3} << 20,
-                      size_t{40} << 20}) {
+  for (size_t size :
+       {size_t{5000}, size_t{70000}, size_t{300000}, size_t{3} << 20, size_t{40} << 20}) {
     auto* p = static_cast<char*>(opaque_malloc(size));
     ASSERT_NE(p, nullptr);
     expect_object(p, size);
@@ -295,7 +308,7 @@ TEST(ObjectStore, ObjectsCrossingPagesAndChunks) {
 TEST(ObjectStore, HugeObjectsAndChunkSpans) {
   // Registered directly: address ranges far from real memory (the store never touches them).
   const uintptr_t base = uintptr_t{0x500000000000};
-  const uint64_t huge = uint64_t{6} << 30;  // > 4 GiB: the huge list
+  const uint64_t huge = uint64_t{6} << 30;          // > 4 GiB: the huge list
   const uint64_t span = (uint64_t{5} << 20) + 123;  // several chunks
   rt::store_register(base + 64, huge, 7, kNoSite);
   rt::store_register(base + huge + 4096, span, 7, kNoSite);
@@ -318,6 +331,70 @@ TEST(ObjectStore, HugeObjectsAndChunkSpans) {
   rt::store_release(rt::store_detach(base + huge + 4096));
   EXPECT_FALSE(rt::with_object(base + 64 + huge / 2, copy_object, &o));
   EXPECT_FALSE(rt::with_object(base + huge + 4096 + 3000000, copy_object, &o));
+}
+
+TEST(ObjectStore, StaleOverlappingRecordsAreEvicted) {
+  // A block freed behind the store's back leaves a stale record; a new object overlapping it
+  // (same page) replaces it instead of coexisting with it.
+  const uintptr_t base = uintptr_t{0x510000000000};
+  rt::store_register(base + 64, 100, 3, kNoSite);
+  rt::store_register(base + 400, 50, 3, kNoSite);
+  rt::HeapObject o{};
+  ASSERT_TRUE(rt::with_object(base + 100, copy_object, &o));
+  rt::store_register(base + 128, 300, 3, kNoSite);  // overlaps both
+  ASSERT_TRUE(rt::with_object(base + 100, copy_object, &o) == false);
+  ASSERT_TRUE(rt::with_object(base + 200, copy_object, &o));
+  EXPECT_EQ(o.start, base + 128);
+  ASSERT_TRUE(rt::with_object(base + 420, copy_object, &o));
+  EXPECT_EQ(o.start, base + 128);
+  EXPECT_EQ(rt::store_detach(base + 64), nullptr);
+  EXPECT_EQ(rt::store_detach(base + 400), nullptr);
+  rt::store_release(rt::store_detach(base + 128));
+  EXPECT_FALSE(rt::with_object(base + 200, copy_object, &o));
+}
+
+TEST(ObjectStore, ProducerConsumerAcrossThreads) {
+  // One thread allocates, another frees: records flow between the threads' caches and stripes.
+  constexpr int kObjects = 200000;
+  std::vector<char*> ptrs(kObjects);
+  std::vector<uint64_t> serials(kObjects);
+  std::atomic<int> produced{0};
+  std::atomic<long> failures{0};
+  std::thread producer([&] {
+    for (int i = 0; i < kObjects; ++i) {
+      ptrs[i] = static_cast<char*>(opaque_malloc(16 + i % 200));
+      rt::HeapObject o{};
+      if (!lookup(ptrs[i], &o)) ++failures;
+      serials[i] = o.serial;
+      produced.store(i + 1, std::memory_order_release);
+    }
+  });
+  std::thread consumer([&] {
+    for (int i = 0; i < kObjects; ++i) {
+      while (produced.load(std::memory_order_acquire) <= i) std::this_thread::yield();
+      rt::HeapObject o{};
+      if (!lookup(ptrs[i] + 8, &o) || o.serial != serials[i]) ++failures;
+      free(opaque(ptrs[i]));
+      if (!gone(ptrs[i], serials[i])) ++failures;
+    }
+  });
+  producer.join();
+  consumer.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(ObjectStore, ShortLivedThreads) {
+  // Thread exit hands the thread's cached records back (pthread key destructor).
+  for (int round = 0; round < 200; ++round) {
+    std::thread([] {
+      std::vector<void*> v;
+      for (int i = 0; i < 50; ++i) v.push_back(opaque_malloc(32));
+      for (void* p : v) free(p);
+    }).join();
+  }
+  void* p = opaque_malloc(32);
+  expect_object(p, 32);
+  free(p);
 }
 
 TEST(ObjectStore, ReallocMovesTheRecord) {
@@ -382,7 +459,8 @@ TEST(ObjectStore, FreedObjectsWithMissesAreRetiredAndExported) {
   ASSERT_TRUE(lookup(live_hot, &lh));
   ASSERT_TRUE(rt::with_object(reinterpret_cast<uintptr_t>(hot) + 5, add_miss,
                               reinterpret_cast<void*>(uintptr_t{3})));
-  ASSERT_TRUE(rt::with_object(reinterpret_cast<uintptr_t>(hits_only), add_miss, nullptr));  // kind 0
+  ASSERT_TRUE(
+      rt::with_object(reinterpret_cast<uintptr_t>(hits_only), add_miss, nullptr));  // kind 0
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(rt::with_object(reinterpret_cast<uintptr_t>(live_hot) + 3999, add_miss,
                                 reinterpret_cast<void*>(uintptr_t{1})));
@@ -449,9 +527,15 @@ TEST(ObjectStore, NotRecordingMeansNotRegisteredButStillUnregistered) {
 // ---------------------------------------------------------------------------------------------
 // Allocation sites
 
-__attribute__((noinline)) void* alloc_site_a(size_t n) { return opaque(malloc(n)); }
-__attribute__((noinline)) void* alloc_site_b(size_t n) { return opaque(malloc(n)); }
-__attribute__((noinline)) void* via_a(size_t n) { return opaque(alloc_site_a(n)); }
+__attribute__((noinline)) void* alloc_site_a(size_t n) {
+  return opaque(malloc(n));
+}
+__attribute__((noinline)) void* alloc_site_b(size_t n) {
+  return opaque(malloc(n));
+}
+__attribute__((noinline)) void* via_a(size_t n) {
+  return opaque(alloc_site_a(n));
+}
 
 uint32_t site_of(void* p) {
   rt::HeapObject o{};
@@ -560,6 +644,24 @@ TEST(Sites, CaptureWalksOnlyTheThreadsStack) {
   }
 }
 
+TEST(Sites, StackBoundsFoundBehindManyMappings) {
+  // Thousands of mappings listed before the new thread's stack in /proc/self/maps: the reader
+  // must carry lines across its buffer.
+  std::vector<void*> maps;
+  const uintptr_t base = uintptr_t{0x100000000};
+  for (int i = 0; i < 3000; ++i) {
+    void* want = reinterpret_cast<void*>(base + uintptr_t(i) * 2 * 4096);  // holes: no merging
+    void* m = mmap(want, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (m != MAP_FAILED) maps.push_back(m);
+  }
+  ASSERT_GT(maps.size(), 2000u);
+  uint64_t frames[whymiss::profile::kSiteFrames];
+  int n = 0;
+  std::thread([&] { n = capture_two_down(frames); }).join();
+  EXPECT_GE(n, 3);
+  for (void* m : maps) munmap(m, 4096);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Interposition details
 
@@ -589,10 +691,10 @@ TEST(Hooks, OperatorNewDeleteVariantsRegister) {
   s = check(p4, 400);
   ::operator delete[](opaque(p4), std::nothrow);
   EXPECT_TRUE(gone(p4, s));
-  void* p5 = opaque(::operator new(500, std::align_val_t{512}));
+  void* p5 = opaque(::operator new (500, std::align_val_t{512}));
   EXPECT_EQ(reinterpret_cast<uintptr_t>(p5) % 512, 0u);
   s = check(p5, 500);
-  ::operator delete(opaque(p5), 500, std::align_val_t{512});
+  ::operator delete (opaque(p5), 500, std::align_val_t{512});
   EXPECT_TRUE(gone(p5, s));
   void* p6 = opaque(::operator new[](600, std::align_val_t{4096}, std::nothrow));
   EXPECT_EQ(reinterpret_cast<uintptr_t>(p6) % 4096, 0u);
@@ -638,10 +740,10 @@ TEST(Hooks, AlignedAllocation) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (1 << 16), 0u);
   free(p);
   errno = 0;
-  EXPECT_EQ(aligned_alloc(48, 96), nullptr);
+  EXPECT_EQ(aligned_alloc(opaque_size(48), 96), nullptr);
   EXPECT_EQ(errno, EINVAL);
   errno = 0;
-  EXPECT_EQ(aligned_alloc(0, 96), nullptr);
+  EXPECT_EQ(aligned_alloc(opaque_size(0), 96), nullptr);
   EXPECT_EQ(errno, EINVAL);
 
   void* q = nullptr;
@@ -685,10 +787,10 @@ TEST(Hooks, AlignedAllocation) {
     void* r = opaque(valloc(1));
     EXPECT_EQ(reinterpret_cast<uintptr_t>(r) % 4096, 0u);
     free(r);
-    r = opaque(::operator new(64, std::align_val_t{128}));
+    r = opaque(::operator new (64, std::align_val_t{128}));
     EXPECT_TRUE(rt::is_private(r));
     EXPECT_EQ(reinterpret_cast<uintptr_t>(r) % 128, 0u);
-    ::operator delete(r, std::align_val_t{128});
+    ::operator delete (r, std::align_val_t{128});
   }
 }
 
@@ -791,8 +893,9 @@ TEST(Stress, FourThreadsMallocFreeLookup) {
     for (int op = 0; op < 200000; ++op) {
       if (live.size() < 512 && (live.empty() || rng() % 100 < 52)) {
         const unsigned r = rng() % 1000;
-        const size_t size = r < 900 ? 1 + rng() % 256 : r < 995 ? 1 + rng() % 20000
-                                                                  : 1 + rng() % (3 << 20);
+        const size_t size = r < 900   ? 1 + rng() % 256
+                            : r < 995 ? 1 + rng() % 20000
+                                      : 1 + rng() % (3 << 20);
         const bool is_new = op % 7 == 0;
         char* p = static_cast<char*>(is_new ? opaque(::operator new(size)) : malloc(size));
         rt::HeapObject o{};

@@ -25,12 +25,20 @@ uint32_t current_thread_index() noexcept {
   return t_index_plus_one - 1;
 }
 
-bool in_runtime() noexcept { return t_in_runtime; }
+bool in_runtime() noexcept {
+  return t_in_runtime;
+}
 
-bool recording() noexcept { return g_recording.load(std::memory_order_relaxed); }
+bool recording() noexcept {
+  return g_recording.load(std::memory_order_relaxed);
+}
 
-void test_set_in_runtime(bool on) noexcept { t_in_runtime = on; }
+void test_set_in_runtime(bool on) noexcept {
+  t_in_runtime = on;
+}
 
-void test_set_recording(bool on) noexcept { g_recording.store(on, std::memory_order_relaxed); }
+void test_set_recording(bool on) noexcept {
+  g_recording.store(on, std::memory_order_relaxed);
+}
 
 }  // namespace whymiss::rt

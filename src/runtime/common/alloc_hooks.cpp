@@ -36,8 +36,8 @@ void* __libc_pvalloc(size_t) noexcept;
 #define WM_EXPORT extern "C" __attribute__((visibility("default")))
 #define WM_VISIBLE __attribute__((visibility("default")))
 // The allocating code: the hook's return address and the hook's frame (start of the walk).
-#define WM_CALLER                                               \
-  reinterpret_cast<uintptr_t>(__builtin_return_address(0)),    \
+#define WM_CALLER                                           \
+  reinterpret_cast<uintptr_t>(__builtin_return_address(0)), \
       reinterpret_cast<uintptr_t>(__builtin_frame_address(0))
 #define WM_INLINE __attribute__((always_inline)) inline
 
@@ -50,7 +50,9 @@ namespace rt = whymiss::rt;
 
 constexpr size_t kPageSize = 4096;
 
-WM_INLINE bool route_private() noexcept { return t_heap.guard != 0 || rt::in_runtime(); }
+WM_INLINE bool route_private() noexcept {
+  return t_heap.guard != 0 || rt::in_runtime();
+}
 
 // Private-heap allocation with malloc's failure convention.
 WM_INLINE void* private_or_enomem(void* p) noexcept {
@@ -158,7 +160,9 @@ WM_INLINE void* realloc_impl(void* p, size_t n, uintptr_t ret, uintptr_t fp) noe
   return q;
 }
 
-[[noreturn]] __attribute__((noinline, cold)) void throw_bad_alloc() { throw std::bad_alloc(); }
+[[noreturn]] __attribute__((noinline, cold)) void throw_bad_alloc() {
+  throw std::bad_alloc();
+}
 
 // operator new: retry through the new-handler until it gives up (throws or is absent).
 WM_INLINE void* new_impl(size_t n, size_t align, uintptr_t ret, uintptr_t fp) {
@@ -201,9 +205,13 @@ size_t glibc_usable_size(void* p) noexcept {
 
 // ---- C allocator ----
 
-WM_EXPORT void* malloc(size_t n) noexcept { return malloc_impl(n, WM_CALLER); }
+WM_EXPORT void* malloc(size_t n) noexcept {
+  return malloc_impl(n, WM_CALLER);
+}
 
-WM_EXPORT void free(void* p) noexcept { free_impl(p); }
+WM_EXPORT void free(void* p) noexcept {
+  free_impl(p);
+}
 
 WM_EXPORT void* calloc(size_t count, size_t each) noexcept {
   size_t n;
@@ -221,7 +229,9 @@ WM_EXPORT void* calloc(size_t count, size_t each) noexcept {
   return p;
 }
 
-WM_EXPORT void* realloc(void* p, size_t n) noexcept { return realloc_impl(p, n, WM_CALLER); }
+WM_EXPORT void* realloc(void* p, size_t n) noexcept {
+  return realloc_impl(p, n, WM_CALLER);
+}
 
 WM_EXPORT void* reallocarray(void* p, size_t count, size_t each) noexcept {
   size_t n;
@@ -283,8 +293,12 @@ WM_EXPORT size_t malloc_usable_size(void* p) noexcept {
 
 // ---- C++ replaceable allocation functions ----
 
-WM_VISIBLE void* operator new(size_t n) { return new_impl(n, 0, WM_CALLER); }
-WM_VISIBLE void* operator new[](size_t n) { return new_impl(n, 0, WM_CALLER); }
+WM_VISIBLE void* operator new(size_t n) {
+  return new_impl(n, 0, WM_CALLER);
+}
+WM_VISIBLE void* operator new[](size_t n) {
+  return new_impl(n, 0, WM_CALLER);
+}
 WM_VISIBLE void* operator new(size_t n, const std::nothrow_t&) noexcept {
   return new_nothrow_impl(n, 0, WM_CALLER);
 }
@@ -304,19 +318,39 @@ WM_VISIBLE void* operator new[](size_t n, std::align_val_t a, const std::nothrow
   return new_nothrow_impl(n, static_cast<size_t>(a), WM_CALLER);
 }
 
-WM_VISIBLE void operator delete(void* p) noexcept { free_impl(p); }
-WM_VISIBLE void operator delete[](void* p) noexcept { free_impl(p); }
-WM_VISIBLE void operator delete(void* p, const std::nothrow_t&) noexcept { free_impl(p); }
-WM_VISIBLE void operator delete[](void* p, const std::nothrow_t&) noexcept { free_impl(p); }
-WM_VISIBLE void operator delete(void* p, size_t) noexcept { free_impl(p); }
-WM_VISIBLE void operator delete[](void* p, size_t) noexcept { free_impl(p); }
-WM_VISIBLE void operator delete(void* p, std::align_val_t) noexcept { free_impl(p); }
-WM_VISIBLE void operator delete[](void* p, std::align_val_t) noexcept { free_impl(p); }
+WM_VISIBLE void operator delete(void* p) noexcept {
+  free_impl(p);
+}
+WM_VISIBLE void operator delete[](void* p) noexcept {
+  free_impl(p);
+}
+WM_VISIBLE void operator delete(void* p, const std::nothrow_t&) noexcept {
+  free_impl(p);
+}
+WM_VISIBLE void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  free_impl(p);
+}
+WM_VISIBLE void operator delete(void* p, size_t) noexcept {
+  free_impl(p);
+}
+WM_VISIBLE void operator delete[](void* p, size_t) noexcept {
+  free_impl(p);
+}
+WM_VISIBLE void operator delete(void* p, std::align_val_t) noexcept {
+  free_impl(p);
+}
+WM_VISIBLE void operator delete[](void* p, std::align_val_t) noexcept {
+  free_impl(p);
+}
 WM_VISIBLE void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
   free_impl(p);
 }
 WM_VISIBLE void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
   free_impl(p);
 }
-WM_VISIBLE void operator delete(void* p, size_t, std::align_val_t) noexcept { free_impl(p); }
-WM_VISIBLE void operator delete[](void* p, size_t, std::align_val_t) noexcept { free_impl(p); }
+WM_VISIBLE void operator delete(void* p, size_t, std::align_val_t) noexcept {
+  free_impl(p);
+}
+WM_VISIBLE void operator delete[](void* p, size_t, std::align_val_t) noexcept {
+  free_impl(p);
+}

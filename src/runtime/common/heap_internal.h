@@ -45,17 +45,17 @@ struct HeapSlot;  // a HeapObject plus bookkeeping (object_store.cpp)
 // Per-thread state of the heap subsystem. Plain POD in initial-exec TLS: one %fs-relative access,
 // no __tls_get_addr (which may itself call malloc), no constructor, no destructor.
 struct ThreadHeapState {
-  uint8_t guard;    // inside store/site bookkeeping: nested hooks go to the private heap, unrecorded
+  uint8_t guard;  // inside store/site bookkeeping: nested hooks go to the private heap, unrecorded
   uint8_t holding;  // inside a private-heap critical section: nested private_alloc returns nullptr
-  uint8_t stack_state;  // 0 = bounds unknown, 1 = stack_lo/stack_hi known
-  uint8_t stack_reads;  // /proc/self/maps reads done for this thread (bounded)
-  uint8_t fork_locked;  // this thread holds the private heap's locks across fork()
-  uintptr_t stack_lo, stack_hi;  // readable range holding this thread's frames
+  uint8_t stack_state;               // 0 = bounds unknown, 1 = stack_lo/stack_hi known
+  uint8_t stack_reads;               // /proc/self/maps reads done for this thread (bounded)
+  uint8_t fork_locked;               // this thread holds the private heap's locks across fork()
+  uintptr_t stack_lo, stack_hi;      // readable range holding this thread's frames
   uint64_t serial_next, serial_end;  // this thread's block of object serials
-  HeapSlot* slot_cache;  // free object records cached by this thread (object_store.cpp)
+  HeapSlot* slot_cache;              // free object records cached by this thread (object_store.cpp)
   uint32_t slot_cached;
-  uint32_t stripe;       // home stripe of the record pool
-  uint8_t cache_state;   // 0 = not set up, 1 = caching, 2 = not caching (exiting, no key)
+  uint32_t stripe;      // home stripe of the record pool
+  uint8_t cache_state;  // 0 = not set up, 1 = caching, 2 = not caching (exiting, no key)
 };
 extern __thread ThreadHeapState t_heap __attribute__((tls_model("initial-exec")));
 

@@ -17,10 +17,17 @@
 // is protected by that entry's lock: with_object runs the callback holding it. An object listed
 // in several entries (multi) also has its own slot lock, taken (under the entry lock) before the
 // callback, so its statistics always change under the same lock whatever chunk the address fell
-// in. Removal takes the entry lock(s) to unlink, then the slot lock once, which waits out any
-// callback still running; only then is the record reused. Lock order: entry -> slot; the huge
-// list's lock plays the entry's role for huge objects. Nothing here allocates from the program's
-// heap; lists come from the private heap, records from a fixed pool (kMaxSlots).
+// in. Removal takes the entry lock(s) to unlink (no callback on a single-entry object can run
+// after that), and for a multi object then the slot lock once, which waits out a callback still
+// running; only then is the record reused. Lock order: entry -> slot; the huge list's lock plays
+// the entry's role for huge objects. Export reads records without locks and skips one that
+// changed while being copied. Nothing here allocates from the program's heap: lists come from the
+// private heap (an emptied list stays for the next object of its page), records from a fixed
+// pool of kMaxSlots (4 Mi live + 256 Ki retired) with per-thread caches.
+//
+// Retention. A freed object whose statistics show misses (any kind but index 0, Hit) is kept as
+// "retired" for the export, up to kMaxRetired; beyond that, and when the pool is full at
+// registration, dropped_objects() counts what was lost.
 //
 // A per-thread guard (t_heap.guard) is set while inside the store: a signal handler that reaches
 // with_object or a hook on this thread meanwhile gets "not found" / an unrecorded allocation
@@ -65,7 +72,7 @@ constexpr uint64_t kSerialBlock = 64;
 
 using Entry = std::atomic<uintptr_t>;
 
-struct Item {      // a range inside one chunk: [chunk base + lo, chunk base + hi)
+struct Item {  // a range inside one chunk: [chunk base + lo, chunk base + hi)
   uint32_t lo, hi;
   HeapSlot* slot;
 };
@@ -91,6 +98,7 @@ std::atomic<Entry*> g_chunk_top[size_t{1} << kChunkTopBits];
 enum : int { kPoolNone = 0, kPoolIniting = 1, kPoolReady = 2, kPoolFailed = 3 };
 std::atomic<int> g_pool_state{kPoolNone};
 HeapSlot* g_slots = nullptr;
+uint32_t g_slot_cap = 0;  // records in g_slots (kMaxSlots unless address space was short)
 std::atomic<uint32_t> g_bump{0};
 Stripe g_stripes[kStripes];
 std::atomic<uint64_t> g_serial{0};
@@ -105,7 +113,9 @@ size_t g_huge_cap = 0;
 std::atomic<size_t> g_huge_count{0};
 std::atomic<uintptr_t> g_huge_min{~uintptr_t{0}}, g_huge_max{0};  // hull, for a lock-free reject
 
-inline void drop() noexcept { g_dropped.fetch_add(1, std::memory_order_relaxed); }
+inline void drop() noexcept {
+  g_dropped.fetch_add(1, std::memory_order_relaxed);
+}
 
 // ---- radix tables ----
 
@@ -264,7 +274,9 @@ bool unlink_item(Entry* e, uint32_t off, HeapSlot* slot) noexcept {
   return found;
 }
 
-inline uint32_t chunk_off(uintptr_t a) noexcept { return static_cast<uint32_t>(a & (kChunkSize - 1)); }
+inline uint32_t chunk_off(uintptr_t a) noexcept {
+  return static_cast<uint32_t>(a & (kChunkSize - 1));
+}
 
 // ---- huge list (g_huge_lock held) ----
 
@@ -326,7 +338,8 @@ bool huge_insert(HeapSlot* slot) noexcept {
 
 // ---- record pool ----
 //
-// Records come from one array of kMaxSlots (reserved on first use). Free records are cached per
+// Records come from one array of kMaxSlots (reserved on first use; a quarter, then a sixteenth,
+// if the address space is limited). Free records are cached per
 // thread (up to 2 * kBatch, in t_heap) so that a malloc/free pair needs no atomic operation for
 // its record; batches of kBatch move between the thread caches, 64 locked stripes (a thread's
 // home stripe is its index mod 64) and the never-used tail of the array (g_bump). A thread's cache
@@ -372,10 +385,12 @@ bool pool_ready() noexcept {
     if (s == kPoolFailed) return false;
     if (s == kPoolNone &&
         g_pool_state.compare_exchange_strong(s, kPoolIniting, std::memory_order_acquire)) {
-      g_slots = static_cast<HeapSlot*>(reserve_zeroed(sizeof(HeapSlot) * size_t{kMaxSlots}));
+      for (uint32_t cap = kMaxSlots; g_slots == nullptr && cap >= kMaxSlots / 16; cap /= 4) {
+        g_slots = static_cast<HeapSlot*>(reserve_zeroed(sizeof(HeapSlot) * size_t{cap}));
+        g_slot_cap = cap;
+      }
       g_exit_key_ok = pthread_key_create(&g_exit_key, on_thread_exit) == 0;
-      g_pool_state.store(g_slots != nullptr ? kPoolReady : kPoolFailed,
-                         std::memory_order_release);
+      g_pool_state.store(g_slots != nullptr ? kPoolReady : kPoolFailed, std::memory_order_release);
       return g_slots != nullptr;
     }
   }
@@ -410,10 +425,10 @@ HeapSlot* refill(uint32_t stripe, uint32_t max, uint32_t* n) noexcept {
       if (HeapSlot* h = take(g_stripes[(stripe + k) % kStripes], max, n)) return h;
     }
   }
-  if (g_bump.load(std::memory_order_relaxed) < kMaxSlots) {
+  if (g_bump.load(std::memory_order_relaxed) < g_slot_cap) {
     const uint32_t i = g_bump.fetch_add(max, std::memory_order_relaxed);
-    if (i < kMaxSlots) {
-      *n = max < kMaxSlots - i ? max : kMaxSlots - i;
+    if (i < g_slot_cap) {
+      *n = max < g_slot_cap - i ? max : g_slot_cap - i;
       for (uint32_t k = 0; k + 1 < *n; ++k) g_slots[i + k].next = &g_slots[i + k + 1];
       g_slots[i + *n - 1].next = nullptr;
       return &g_slots[i];
@@ -476,8 +491,8 @@ bool index_insert(HeapSlot* slot) noexcept {
     if (e == nullptr) return false;
     HeapSlot* evicted[kMaxEvict];
     int n_evicted = 0;
-    const bool ok = insert_item(e, Item{chunk_off(start), chunk_off(last) + 1, slot}, true,
-                                evicted, &n_evicted);
+    const bool ok = insert_item(e, Item{chunk_off(start), chunk_off(last) + 1, slot}, true, evicted,
+                                &n_evicted);
     for (int i = 0; i < n_evicted; ++i) store_release(evicted[i]);
     return ok;
   }
@@ -574,7 +589,7 @@ template <typename F>
 void for_each_record(F&& f) noexcept {
   if (g_pool_state.load(std::memory_order_acquire) != kPoolReady) return;
   uint32_t n = g_bump.load(std::memory_order_acquire);
-  if (n > kMaxSlots) n = kMaxSlots;
+  if (n > g_slot_cap) n = g_slot_cap;
   for (uint32_t i = 0; i < n; ++i) {
     HeapSlot& s = g_slots[i];
     const uint8_t state = __atomic_load_n(&s.state, __ATOMIC_ACQUIRE);
@@ -596,7 +611,9 @@ void for_each_record(F&& f) noexcept {
 
 // ---- internal API ----
 
-bool store_active() noexcept { return usable(); }
+bool store_active() noexcept {
+  return usable();
+}
 
 void store_register(uintptr_t start, size_t size, uint32_t thread, uint32_t site) noexcept {
   if (size == 0 || g_disabled.load(std::memory_order_relaxed)) return;
@@ -821,11 +838,17 @@ size_t object_count_with_misses() noexcept {
   return n + n / 8 + 64;
 }
 
-uint64_t dropped_objects() noexcept { return g_dropped.load(std::memory_order_relaxed); }
+uint64_t dropped_objects() noexcept {
+  return g_dropped.load(std::memory_order_relaxed);
+}
 
-void heap_before_fork() noexcept { private_heap_before_fork(); }
+void heap_before_fork() noexcept {
+  private_heap_before_fork();
+}
 
-void heap_after_fork_parent() noexcept { private_heap_after_fork_parent(); }
+void heap_after_fork_parent() noexcept {
+  private_heap_after_fork_parent();
+}
 
 void heap_after_fork_child() noexcept {
   private_heap_after_fork_child();

@@ -81,7 +81,9 @@ size_t g_extent_count = 0;
 Extent g_fallback[kMaxFallback];
 std::atomic<int> g_fallback_count{0};
 
-inline uintptr_t round_up(uintptr_t v, uintptr_t a) { return (v + a - 1) & ~(a - 1); }
+inline uintptr_t round_up(uintptr_t v, uintptr_t a) {
+  return (v + a - 1) & ~(a - 1);
+}
 
 // Marks this thread as inside a private-heap critical section for the scope.
 struct Holding {

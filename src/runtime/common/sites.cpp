@@ -61,48 +61,51 @@ inline uintptr_t parse_hex(const char*& s, const char* end) noexcept {
   return v;
 }
 
+// Parses "start-end perms ..." in [line, end); true if the range contains addr (then *rw tells
+// whether it is readable and writable).
+bool line_contains(const char* line, const char* end, uintptr_t addr, uintptr_t* lo,
+                   uintptr_t* hi, bool* rw) noexcept {
+  const char* s = line;
+  const uintptr_t start = parse_hex(s, end);
+  if (s >= end || *s != '-') return false;
+  ++s;
+  const uintptr_t stop = parse_hex(s, end);
+  if (addr < start || addr >= stop) return false;
+  *rw = end - s >= 3 && s[1] == 'r' && s[2] == 'w';
+  *lo = start;
+  *hi = stop;
+  return true;
+}
+
 // Finds the mapping containing `addr` in /proc/self/maps; true if there is one and it is readable
 // and writable (a stack). Raw syscalls only.
 bool find_mapping(uintptr_t addr, uintptr_t* lo, uintptr_t* hi) noexcept {
-  constexpr size_t kBuf = 8192;
+  constexpr size_t kBuf = 8192;  // > any line: paths are at most PATH_MAX (4096) bytes
   char* buf = static_cast<char*>(private_alloc(kBuf));
   if (buf == nullptr) return false;
   const long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
   bool found = false;
-  bool ok = false;
+  bool rw = false;
   if (fd >= 0) {
     size_t have = 0;
-    bool skip_rest_of_line = false;
-    for (;;) {
+    bool in_long_line = false;  // inside a line whose start was already parsed
+    while (!found) {
       const long n = syscall(SYS_read, fd, buf + have, kBuf - have);
       if (n <= 0) break;
       have += static_cast<size_t>(n);
       size_t pos = 0;
-      for (;;) {
+      while (!found) {
         const char* line = buf + pos;
         const char* nl = static_cast<const char*>(memchr(line, '\n', have - pos));
         if (nl == nullptr) break;
-        if (!skip_rest_of_line) {  // "start-end perms ..."
-          const char* s = line;
-          const uintptr_t start = parse_hex(s, nl);
-          if (s < nl && *s == '-') {
-            ++s;
-            const uintptr_t end = parse_hex(s, nl);
-            if (addr >= start && addr < end) {
-              found = true;  // the first mapping containing addr is the only one
-              ok = nl - s >= 3 && s[1] == 'r' && s[2] == 'w';
-              *lo = start;
-              *hi = end;
-            }
-          }
-        }
-        skip_rest_of_line = false;
+        if (!in_long_line) found = line_contains(line, nl, addr, lo, hi, &rw);
+        in_long_line = false;
         pos = static_cast<size_t>(nl - buf) + 1;
-        if (found) break;
       }
       if (found) break;
-      if (pos == 0) {  // a line longer than the buffer (a huge path): keep only its tail
-        skip_rest_of_line = true;
+      if (pos == 0 && have == kBuf) {  // a line longer than the buffer: parse its start, skip it
+        if (!in_long_line) found = line_contains(buf, buf + have, addr, lo, hi, &rw);
+        in_long_line = true;
         have = 0;
         continue;
       }
@@ -112,7 +115,7 @@ bool find_mapping(uintptr_t addr, uintptr_t* lo, uintptr_t* hi) noexcept {
     syscall(SYS_close, fd);
   }
   private_free(buf);
-  return found && ok;
+  return found && rw;
 }
 
 // Learns this thread's stack bounds around `fp`; false when they cannot be known (the previous
@@ -276,9 +279,13 @@ uint32_t intern_site(const uint64_t* frames, int depth) noexcept {
   return idx;
 }
 
-uint64_t dropped_sites() noexcept { return g_dropped.load(std::memory_order_relaxed); }
+uint64_t dropped_sites() noexcept {
+  return g_dropped.load(std::memory_order_relaxed);
+}
 
-size_t site_count() noexcept { return g_count.load(std::memory_order_acquire); }
+size_t site_count() noexcept {
+  return g_count.load(std::memory_order_acquire);
+}
 
 size_t export_sites(profile::SiteRecord* out, size_t max) noexcept {
   const size_t n = site_count();

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Exact-mode slowdown: wall time of each workload natively, under `whymiss record --mode exact`
+(the profile write included, the report excluded) and under cachegrind.
+
+  native:     build/workloads/native/wl_<name> SCALE
+  exact:      build/bin/whymiss record --mode exact -o TMP/x.data -- build/workloads/exact-gcc/<name> SCALE
+  cachegrind: valgrind --tool=cachegrind --cache-sim=yes --D1=49152,12,64 --LL=33554432,16,64
+                --cachegrind-out-file=/dev/null build/workloads/native/wl_<name> SCALE
+
+The three are run interleaved (rep 1 of every workload and every tool, then rep 2, ...); the table
+shows the median of --reps (default 3) repetitions. Prints the machine, the load average before and
+after, and one markdown table. Exits 1 if exact mode is slower than cachegrind on any workload
+(the team's target), 2 on a setup error or a failing run.
+
+  bench/exact_overhead.py [--build build] [--reps 3] [--cache SPEC] [name[=scale] ...]
+
+--cache passes a geometry to `whymiss record` (default: none, i.e. the detected hierarchy).
+"""
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+# Scales: native >= ~0.2 s for the single-threaded programs with exact mode under ~60 s; the
+# sharing programs at scale 1 (their exact runs are long already; see bench/README.md).
+DEFAULT = [
+    ("false_sharing_app", 1), ("false_sharing_app_fixed", 1),
+    ("false_sharing_alloc", 1), ("false_sharing_alloc_fixed", 1),
+    ("true_sharing", 1), ("true_sharing_fixed", 1),
+    ("conflict_app", 65), ("conflict_app_fixed", 220),
+    ("conflict_alloc", 75), ("conflict_alloc_fixed", 85),
+    ("capacity", 50), ("capacity_fixed", 60),
+    ("control", 85),
+]
+CG = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--D1=49152,12,64", "--LL=33554432,16,64",
+      "--cachegrind-out-file=/dev/null"]
+
+
+def timed(cmd, timeout):
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    dt = time.perf_counter() - t0
+    if r.returncode != 0:
+        sys.stderr.write(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-2000:]}\n")
+        sys.exit(2)
+    return dt
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--build", default=os.path.join(here, "..", "build"))
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--cache", help="geometry for whymiss record (default: detected)")
+    ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("workloads", nargs="*", help="name or name=scale (default: all, with their scales)")
+    args = ap.parse_args()
+    build = os.path.abspath(args.build)
+    if args.workloads:
+        scales = dict(DEFAULT)
+        wl = []
+        for w in args.workloads:
+            name, _, s = w.partition("=")
+            wl.append((name, int(s) if s else scales.get(name, 1)))
+    else:
+        wl = DEFAULT
+    if shutil.which("valgrind") is None:
+        sys.stderr.write("valgrind not found\n")
+        return 2
+    tmp = tempfile.TemporaryDirectory(prefix="whymiss-overhead.")
+    prof = os.path.join(tmp.name, "x.data")
+    cache = ["--cache", args.cache] if args.cache else []
+    # Snapshot the binaries and the runtime library: other people may rebuild build/ while this
+    # runs. The exact builds find libwhymiss-rt.so through RUNPATH, which LD_LIBRARY_PATH overrides.
+    snap = os.path.join(tmp.name, "snap")
+    os.makedirs(snap)
+    rt = os.path.join(build, "lib", "libwhymiss-rt.so")
+    whymiss = os.path.join(snap, "whymiss")
+    try:
+        shutil.copy2(os.path.join(build, "bin", "whymiss"), whymiss)
+        shutil.copy2(rt, os.path.join(snap, "libwhymiss-rt.so"))
+    except OSError as e:
+        sys.stderr.write(f"{e} (cmake --build {args.build})\n")
+        return 2
+    os.environ["LD_LIBRARY_PATH"] = snap + (":" + os.environ["LD_LIBRARY_PATH"]
+                                            if os.environ.get("LD_LIBRARY_PATH") else "")
+    rt_time = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(os.path.getmtime(rt)))
+
+    cmds = {}
+    for name, scale in wl:
+        for p in (os.path.join(build, "workloads", "native", "wl_" + name),
+                  os.path.join(build, "workloads", "exact-gcc", name)):
+            if not os.access(p, os.X_OK):
+                sys.stderr.write(f"missing {p} (cmake --build {args.build})\n")
+                return 2
+        native = os.path.join(snap, "wl_" + name)
+        exact = os.path.join(snap, name)
+        shutil.copy2(os.path.join(build, "workloads", "native", "wl_" + name), native)
+        shutil.copy2(os.path.join(build, "workloads", "exact-gcc", name), exact)
+        cmds[name] = {
+            "native": [native, str(scale)],
+            "exact": [whymiss, "record", "--mode", "exact", *cache, "-o", prof, "--", exact, str(scale)],
+            "cachegrind": CG + [native, str(scale)],
+        }
+
+    print(f"machine: {cpu_model()}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}")
+    try:
+        head = subprocess.run(["git", "-C", os.path.join(here, ".."), "rev-parse", "--short", "HEAD"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", os.path.join(here, ".."), "status", "--porcelain", "--",
+                                "src/runtime", "src/sim"], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True).stdout.strip()
+    except OSError:
+        head, dirty = "?", ""
+    print(f"source: git {head}{' + uncommitted changes in src/runtime or src/sim' if dirty else ''}; "
+          f"libwhymiss-rt.so built {rt_time} (copied before the runs)")
+    print(f"load average before: {loadavg()}")
+    times = {name: {k: [] for k in ("native", "exact", "cachegrind")} for name, _ in wl}
+    loads = []
+    for rep in range(args.reps):
+        for name, _ in wl:
+            for tool in ("native", "exact", "cachegrind"):
+                times[name][tool].append(timed(cmds[name][tool], args.timeout))
+            loads.append(loadavg().split()[0])
+            sys.stderr.write(f"rep {rep + 1}/{args.reps} {name}: "
+                             + ", ".join(f"{k} {v[-1]:.2f}s" for k, v in times[name].items())
+                             + f" (load {loads[-1]})\n")
+    print(f"load average after: {loadavg()}; 1-min load sampled after each workload: "
+          f"min {min(map(float, loads)):.2f}, max {max(map(float, loads)):.2f}")
+    print(f"median of {args.reps} interleaved runs; exact = `whymiss record --mode exact"
+          f"{' --cache ' + args.cache if args.cache else ''}` (profile written, no report)\n")
+    print("| workload | scale | native s | exact s | cachegrind s | exact/native | exact/cachegrind |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    slower = []
+    for name, scale in wl:
+        n, e, c = (statistics.median(times[name][k]) for k in ("native", "exact", "cachegrind"))
+        if e > c:
+            slower.append(name)
+        print(f"| `{name}` | {scale} | {n:.3f} | {e:.2f} | {c:.2f} | {e / n:.0f}x | "
+              f"{'**' if e > c else ''}{e / c:.2f}{'**' if e > c else ''} |")
+    print()
+    if slower:
+        print("exact mode slower than cachegrind on: " + ", ".join(slower))
+    else:
+        print("exact mode no slower than cachegrind on every workload")
+    tmp.cleanup()
+    return 1 if slower else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
