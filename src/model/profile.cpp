@@ -112,6 +112,8 @@ Status write_profile(const std::string& path, const Profile& p) {
     r.path_str = add(m.path);
     modules.push_back(r);
   }
+  std::vector<NoteRecord> notes;
+  for (const auto& n : p.notes) notes.push_back({add(n.text), n.severity});
   SectionData s[] = {
       {Section::Meta, sizeof(MetaRecord), 1, &meta},
       {Section::Levels, sizeof(LevelRecord), levels.size(), levels.data()},
@@ -123,6 +125,10 @@ Status write_profile(const std::string& path, const Profile& p) {
       {Section::Lines, sizeof(LineRecord), p.lines.size(), p.lines.data()},
       {Section::Objects, sizeof(ObjectRecord), p.objects.size(), p.objects.data()},
       {Section::Sites, sizeof(SiteRecord), p.sites.size(), p.sites.data()},
+      {Section::Samples, sizeof(SampleRecord), p.samples.size(), p.samples.data()},
+      {Section::Windows, sizeof(WindowRecord), p.windows.size(), p.windows.data()},
+      {Section::Captures, sizeof(CaptureRecord), p.captures.size(), p.captures.data()},
+      {Section::Notes, sizeof(NoteRecord), notes.size(), notes.data()},
   };
   int err = write_profile_sections(path.c_str(), s, sizeof s / sizeof s[0]);
   if (err) return make_error("cannot write profile '" + path + "': " + std::strerror(err));
@@ -164,6 +170,7 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
   Profile p;
   std::vector<LevelRecord> levels;
   std::string strings;
+  std::vector<NoteRecord> note_recs;
   bool have_meta = false, have_levels = false, have_counters = false;
   for (uint32_t i = 0; i < h.section_count; ++i) {
     SectionHeader s;
@@ -195,6 +202,10 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
       case Section::Lines: ok = take(data, s, &p.lines); break;
       case Section::Objects: ok = take(data, s, &p.objects); break;
       case Section::Sites: ok = take(data, s, &p.sites); break;
+      case Section::Samples: ok = take(data, s, &p.samples); break;
+      case Section::Windows: ok = take(data, s, &p.windows); break;
+      case Section::Captures: ok = take(data, s, &p.captures); break;
+      case Section::Notes: ok = take(data, s, &note_recs); break;
       default: break;  // unknown sections of the same version are skipped
     }
     if (!ok) return bad("section " + std::to_string(i) + " has records of an unexpected size");
@@ -213,6 +224,13 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
     return bad("a string reference points outside its string table");
   for (auto& m : p.modules)
     if (!str(m.rec.path_str, &m.path)) return bad("a module path points outside its string table");
+  for (const auto& n : note_recs) {
+    Profile::Note note{n.severity, {}};
+    if (!str(n.text_str, &note.text)) return bad("a note points outside its string table");
+    p.notes.push_back(std::move(note));
+  }
+  for (const auto& c : p.captures)
+    if (c.window >= p.windows.size()) return bad("a capture names a missing window");
   for (const auto& l : levels) {
     LevelGeometry g;
     g.name.assign(l.name, strnlen(l.name, sizeof l.name));

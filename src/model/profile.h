@@ -28,8 +28,32 @@ inline constexpr uint32_t kNoString = 0xFFFFFFFFu;
 inline constexpr uint32_t kNoSite = 0xFFFFFFFFu;
 
 enum class Mode : uint32_t { Exact = 1, Soft = 2, Pmu = 3 };
+
+// ---- sampling collectors (soft, pmu) ----
+enum class SampleSource : uint32_t { None = 0, TaskClock = 1, Pebs = 2, Ibs = 3 };
+// How captured address streams of hot instructions were obtained.
+enum class CaptureBackend : uint32_t {
+  None = 0,       // no capture stage (disabled or unavailable: see Notes)
+  HwBreakpoint = 1,  // perf PERF_TYPE_BREAKPOINT / HW_BREAKPOINT_X
+  Int3 = 2,       // software breakpoint (int3 patched into the code) + single step
+};
+// Why a sample was dropped (MetaRecord::discarded index).
+enum class DiscardReason : uint32_t {
+  NotMemory = 0,     // the attributed instruction does not access memory
+  Clobbered = 1,     // it overwrote a register its address needs
+  NoDecode = 2,      // no known instruction boundary / undecodable bytes
+  InRuntime = 3,     // the thread was inside whymiss's runtime
+  BufferFull = 4,    // the thread's sample buffer was full
+};
+inline constexpr int kDiscardReasons = 5;
+inline constexpr uint8_t kLevelUnknown = 0xFF;
+// SampleRecord / CaptureRecord flags.
+inline constexpr uint8_t kAccessRead = 1, kAccessWrite = 2;
 enum class Section : uint32_t {
   Meta = 1, Levels, Counters, Strings, Modules, Threads, Instructions, Lines, Objects, Sites,
+  // Sampling collectors (soft, pmu): raw facts, turned into the records above by
+  // analysis::estimate() at report time. Readers of older builds skip them.
+  Samples, Windows, Captures, Notes,
 };
 
 struct FileHeader {
@@ -69,7 +93,11 @@ struct MetaRecord {
   uint32_t geometry_source_str;
   uint32_t folded;           // 1 when more threads than cores: threads share simulated cores
   uint64_t samples;          // soft/pmu: samples taken (0 in exact mode)
-  uint8_t reserved[56];
+  uint64_t sample_period_ns; // soft: task-clock period; pmu: mean sample period in events
+  uint32_t capture_backend;  // CaptureBackend used for Windows/Captures
+  uint32_t sample_source;    // SampleSource of the Samples section
+  // Samples taken but not kept, by reason (DiscardReason).
+  uint64_t discarded[kDiscardReasons];
 };
 static_assert(sizeof(MetaRecord) == 160);
 
@@ -157,6 +185,57 @@ struct SiteRecord {  // an allocation call stack: return addresses, innermost (t
 };
 static_assert(sizeof(SiteRecord) == 72);
 
+// One sample: a memory instruction the program was executing (soft: the instruction before the
+// interrupted RIP; pmu: the precise ip of the sampled load/store) and its effective address.
+struct SampleRecord {
+  uint64_t time_ns;   // CLOCK_MONOTONIC
+  uint64_t ip;        // start address of the memory instruction
+  uint64_t addr;      // effective address of its (first) memory operand
+  uint64_t object;    // serial of the heap object containing addr, 0 if none/unknown
+  uint32_t thread;    // thread index
+  uint16_t size;      // operand size in bytes
+  uint8_t flags;      // kAccessRead | kAccessWrite
+  uint8_t level;      // pmu: level index the data came from (0 = L1 hit, levels.size() = memory);
+                      // kLevelUnknown in soft mode
+  uint32_t weight;    // soft: nanoseconds of task-clock the sample stands for; pmu: latency (cycles)
+  uint32_t reserved;
+};
+static_assert(sizeof(SampleRecord) == 48);
+
+// A window: a bounded run of captures of one instruction, armed at start_ns, ended at end_ns.
+struct WindowRecord {
+  uint64_t ip;
+  uint64_t start_ns, end_ns;
+  uint32_t captures;  // CaptureRecords belonging to it
+  uint32_t dropped;   // executions that trapped but could not be stored
+  uint32_t reason;    // why it was armed: 0 = hot (time-weighted samples), 1 = shared line
+  uint32_t reserved;
+  uint64_t reserved2;
+};
+static_assert(sizeof(WindowRecord) == 48);
+
+// One captured execution of a watched instruction, taken before it executed, with the exact
+// address it accessed. Captures of all windows, all threads, in time order per thread.
+struct CaptureRecord {
+  uint64_t time_ns;
+  uint64_t ip;
+  uint64_t addr;
+  uint64_t object;    // heap object serial, 0 if none/unknown
+  uint32_t thread;
+  uint32_t window;    // index into Windows
+  uint16_t size;
+  uint8_t flags;
+  uint8_t reserved[5];
+};
+static_assert(sizeof(CaptureRecord) == 48);
+
+// A remark of the collector for the report (e.g. why the capture stage was off).
+struct NoteRecord {
+  uint32_t text_str;
+  uint32_t severity;  // 0 info, 1 warning
+};
+static_assert(sizeof(NoteRecord) == 8);
+
 // The whole profile in memory (reader side; the runtime writes sections straight from its own
 // tables with write_profile_sections).
 struct Profile {
@@ -172,6 +251,12 @@ struct Profile {
   std::vector<LineRecord> lines;
   std::vector<ObjectRecord> objects;
   std::vector<SiteRecord> sites;
+  // Sampling collectors only.
+  std::vector<SampleRecord> samples;
+  std::vector<WindowRecord> windows;
+  std::vector<CaptureRecord> captures;
+  struct Note { uint32_t severity; std::string text; };
+  std::vector<Note> notes;
 };
 
 // Reads and checks a profile; errors are one sentence naming the file.

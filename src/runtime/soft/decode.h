@@ -1,0 +1,70 @@
+// Instruction decoding for the soft collector (Zydis): which instruction a task-clock sample or a
+// breakpoint belongs to, and which address it accesses, computed from the signal context.
+//
+// Contract: every function here is async-signal-safe once init() has returned: no malloc, no
+// locks that a non-handler path holds, no stdio. Memory comes from a fixed mmap'ed arena given
+// at init; when it is exhausted, lookups fail (and are counted) rather than allocate.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <ucontext.h>
+
+namespace whymiss::soft {
+
+inline constexpr int kMaxMemOperands = 2;  // e.g. movs: source and destination
+
+struct MemOperand {
+  uint64_t addr = 0;  // effective (linear) address, fs/gs base applied
+  uint16_t size = 0;  // bytes accessed
+  uint8_t flags = 0;  // profile::kAccessRead | kAccessWrite
+};
+
+// A decoded memory instruction and the addresses it accesses given a register state.
+struct MemAccess {
+  uint64_t ip = 0;     // start of the instruction
+  uint8_t length = 0;  // its length in bytes
+  uint8_t count = 0;   // operands filled in `ops`
+  MemOperand ops[kMaxMemOperands];
+};
+
+enum class DecodeStatus {
+  Ok,
+  NotMemory,   // the instruction accesses no data memory (profile::DiscardReason::NotMemory)
+  Clobbered,   // (after-the-fact use only) it overwrote a register its address depends on
+  NoBoundary,  // no known instruction boundary before the ip (no symbol, arena full)
+  BadBytes,    // undecodable
+};
+
+// Reads the registers an address needs from a signal context; fs/gs bases are read once per
+// thread with arch_prctl at thread start and passed in (the context does not carry them).
+struct RegisterView {
+  const ucontext_t* uc = nullptr;
+  uint64_t fs_base = 0, gs_base = 0;
+};
+
+// Sets up the function-start tables of the loaded modules (dl_iterate_phdr + .symtab/.dynsym
+// of each module's file, mmap'ed) and the decoded-function cache. Not async-signal-safe; called
+// once at runtime start and again (refresh_modules) after dlopen. Returns false when it cannot
+// set up at all (the soft collector then disables itself).
+bool init(size_t arena_bytes);
+void refresh_modules();
+
+// Task-clock samples: the signal interrupted the program at `next_ip`, the instruction *after*
+// the one that was executing. Finds the preceding instruction (decoding forward from the start
+// of its function, cached per function) and, if it is a memory instruction whose address
+// registers it did not overwrite, fills `out` with its operands as they were before it ran.
+DecodeStatus decode_previous(uint64_t next_ip, const RegisterView& regs, MemAccess* out);
+
+// Breakpoints: the instruction at `ip` has not executed yet (the registers are its inputs).
+DecodeStatus decode_at(uint64_t ip, const RegisterView& regs, MemAccess* out);
+
+// Length of the instruction at ip (0 if undecodable); used to place and step over breakpoints.
+uint8_t instruction_length(uint64_t ip);
+
+// Counters for the report: lookups that failed by cause, cache hits/misses.
+struct DecodeStats {
+  uint64_t functions_cached, cache_full, no_symbol, bad_bytes;
+};
+DecodeStats stats();
+
+}  // namespace whymiss::soft
