@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,7 @@
 #include "cli/elf_info.h"
 #include "cli/namer.h"
 #include "cli/output.h"
+#include "cli/pmu_status.h"
 #include "model/geometry.h"
 #include "model/profile.h"
 #include "report/report.h"
@@ -58,6 +60,7 @@ void split_command(int argc, char** argv, const std::vector<OptionSpec>& specs,
 }
 
 struct RecordConfig {
+  std::string mode = "auto";  // as asked; record() resolves auto
   std::string output = "whymiss.data";
   std::vector<std::string> env;  // NAME=value for the runtime
   std::vector<std::string> program;
@@ -74,10 +77,10 @@ Result<RecordConfig> parse_record(int argc, char** argv, bool with_report_opts) 
   auto a = parse_args(opts, specs);
   if (!a) return Error{a.error()};
   if (!a->positional.empty()) return make_error("unexpected argument '" + a->positional[0] + "' before the program");
-  if (const auto* m = a->get("mode"); m && *m != "exact" && *m != "auto") {
-    if (*m == "soft" || *m == "pmu")
-      return make_error(*m + " mode is not available in this version of whymiss; use --mode exact");
-    return make_error("unknown mode '" + *m + "'; expected exact, soft, pmu or auto");
+  if (const auto* m = a->get("mode")) {
+    if (*m != "exact" && *m != "soft" && *m != "pmu" && *m != "auto")
+      return make_error("unknown mode '" + *m + "'; expected exact, soft, pmu or auto");
+    c.mode = *m;
   }
   if (const auto* s = a->get("cache")) {
     auto g = parse_cache_spec(*s);
@@ -106,6 +109,63 @@ Result<RecordConfig> parse_record(int argc, char** argv, bool with_report_opts) 
   return c;
 }
 
+struct ChosenMode {
+  std::string mode;     // exact, soft or pmu
+  std::string why;      // one sentence for the report header
+  std::string preload;  // soft/pmu: the runtime to LD_PRELOAD
+};
+
+// The preloaded runtime of the sampling modes, installed beside the whymiss binary (bin/../lib).
+Result<std::string> sampling_runtime() {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return make_error("cannot locate the whymiss executable to find its runtime library");
+  auto lib = self.parent_path().parent_path() / "lib" / "libwhymiss-soft.so";
+#ifdef WHYMISS_BUILD_LIBDIR
+  // Tests link the CLI into binaries that live elsewhere in the build tree.
+  if (!std::filesystem::exists(lib, ec)) lib = std::filesystem::path(WHYMISS_BUILD_LIBDIR) / "libwhymiss-soft.so";
+#endif
+  if (!std::filesystem::exists(lib, ec))
+    return make_error("the soft-mode runtime " + lib.string() + " is missing; rebuild whymiss with scripts/build.sh");
+  return lib.string();
+}
+
+// Resolves --mode against the program: exact needs a whymiss-cc build; soft and pmu inject the
+// runtime with LD_PRELOAD, which needs a dynamically linked program not built with whymiss-cc
+// (two runtimes would both interpose malloc); auto takes exact for whymiss-cc builds, else the
+// PMU when this machine has a usable one, else soft.
+Result<ChosenMode> choose_mode(const std::string& asked, const std::string& name, const ElfInfo& elf) {
+  const std::string q = "'" + name + "'";
+  if (asked == "exact") {
+    if (!elf.exact_runtime())
+      return make_error(q + " was not built with whymiss-cc or whymiss-c++, so exact mode cannot see its memory accesses; rebuild it with CC=whymiss-cc CXX=whymiss-c++, or use --mode soft for an unmodified binary");
+    return ChosenMode{"exact", "exact mode (asked for): every access of the instrumented program was simulated", ""};
+  }
+  if (elf.exact_runtime()) {
+    if (asked == "auto")
+      return ChosenMode{"exact", "exact mode (auto): the program was built with whymiss-cc, so every access was simulated", ""};
+    return make_error(q + " was built with whymiss-cc, whose runtime cannot share the process with the " + asked + "-mode runtime; use --mode exact, or rebuild it without the wrapper");
+  }
+  if (!elf.dynamic)
+    return make_error(q + " is statically linked, and " + (asked == "auto" ? std::string("the sampling modes inject") : asked + " mode injects") + " its runtime with LD_PRELOAD, which only dynamically linked programs load; link it dynamically, or rebuild it with whymiss-cc and use --mode exact");
+  if (asked == "pmu") {
+    PmuStatus pmu = detect_pmu();
+    if (!pmu.available) return make_error("pmu mode is not possible here: " + pmu.reason + "; use --mode soft");
+  }
+  auto lib = sampling_runtime();
+  if (!lib) return Error{lib.error()};
+  if (asked == "pmu") {
+    PmuStatus pmu = detect_pmu();
+    return ChosenMode{"pmu", "pmu mode (asked for): " + pmu.what, *lib};
+  }
+  if (asked == "auto") {
+    PmuStatus pmu = detect_pmu();
+    if (pmu.available) return ChosenMode{"pmu", "pmu mode (auto): " + pmu.what, *lib};
+    return ChosenMode{"soft", "soft mode (auto): no usable hardware PMU (" + pmu.reason + "), so misses are modelled from task-clock samples", *lib};
+  }
+  return ChosenMode{"soft", "soft mode (asked for): misses are modelled from task-clock samples", *lib};
+}
+
 // Runs the program with the runtime configured, waits, and turns its raw profile into the final
 // one (with how the program ended). Returns the exit status for whymiss.
 int record(const RecordConfig& c, std::ostream& err) {
@@ -113,14 +173,20 @@ int record(const RecordConfig& c, std::ostream& err) {
   if (!prog) return fail(err, prog.error());
   auto elf = inspect_elf(*prog);
   if (!elf) return fail(err, elf.error());
-  if (!elf->exact_runtime())
-    return fail(err, "'" + c.program[0] + "' was not built with whymiss-cc or whymiss-c++, so exact mode cannot see its memory accesses; rebuild it with CC=whymiss-cc CXX=whymiss-c++ (soft mode, for unmodified binaries, is not available yet)");
+  auto chosen = choose_mode(c.mode, c.program[0], *elf);
+  if (!chosen) return fail(err, chosen.error());
   if (auto st = check_output_path(c.output); !st) return fail(err, st.error());
   const std::string raw = c.output + ".raw." + std::to_string(getpid());
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC) != 0) return fail(err, std::string("cannot create a pipe: ") + std::strerror(errno));
   std::vector<std::string> envs = c.env;
   envs.push_back("WHYMISS_OUTPUT=" + raw);
+  if (chosen->mode != "exact") {
+    envs.push_back("WHYMISS_MODE=" + chosen->mode);
+    std::string preload = chosen->preload;
+    if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
+    envs.push_back("LD_PRELOAD=" + preload);
+  }
   std::vector<char*> args;
   for (const auto& s : c.program) args.push_back(const_cast<char*>(s.c_str()));
   args.push_back(nullptr);
@@ -161,6 +227,7 @@ int record(const RecordConfig& c, std::ostream& err) {
                                           : "exited with status " + std::to_string(WEXITSTATUS(status));
     return fail(err, "the program " + how + " without leaving a profile (" + p.error() + ")");
   }
+  p->notes.insert(p->notes.begin(), {0, chosen->why});
   p->meta.exited = WIFEXITED(status) ? 1 : 0;
   p->meta.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
   if (WIFSIGNALED(status)) p->meta.term_signal = WTERMSIG(status);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/pmu_status.h"
 #include "cli/profile_cmds.h"
 
 namespace whymiss::cli {
@@ -63,9 +64,28 @@ TEST_F(CliProfile, RecordMissingProgram) {
 }
 
 TEST_F(CliProfile, RecordUninstrumentedProgramSuggestsSoftMode) {
-  auto o = call(record_main, {"record", "-o", path("p"), "--", "/bin/true"});
+  auto o = call(record_main, {"record", "--mode", "exact", "-o", path("p"), "--", "/bin/true"});
   expect_one_sentence(o, "was not built with whymiss-cc");
-  EXPECT_NE(o.err.find("soft mode"), std::string::npos);
+  EXPECT_NE(o.err.find("--mode soft"), std::string::npos);
+  EXPECT_EQ(files(), 0u);
+}
+
+TEST_F(CliProfile, SamplingModesRefuseStaticPrograms) {
+  const std::string stat = std::string(WHYMISS_BINARY_DIR) + "/workloads/native/wl_control_static";
+  ASSERT_TRUE(fs::exists(stat));
+  for (const char* mode : {"soft", "auto", "pmu"}) {
+    auto o = call(record_main, {"record", "--mode", mode, "-o", path("p"), "--", stat});
+    expect_one_sentence(o, "is statically linked");
+  }
+  EXPECT_EQ(files(), 0u);
+}
+
+TEST_F(CliProfile, PmuModeRefusedWithoutPmuNamesTheCause) {
+  // Our machines have no PMU; where one exists this test has nothing to check.
+  if (detect_pmu().available) GTEST_SKIP() << "this machine has a PMU";
+  auto o = call(record_main, {"record", "--mode", "pmu", "-o", path("p"), "--", "/bin/true"});
+  expect_one_sentence(o, "pmu mode is not possible here");
+  EXPECT_NE(o.err.find("--mode soft"), std::string::npos);
   EXPECT_EQ(files(), 0u);
 }
 
