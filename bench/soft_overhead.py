@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Soft-mode overhead: wall time and peak memory of each workload natively and under
+`whymiss record --mode soft` (profile write included, report excluded), same run, interleaved.
+
+  native: build/workloads/native/wl_<name> SCALE
+  soft:   build/bin/whymiss record --mode soft -o TMP/s.data [--period-us N] -- <same>
+
+Scales make every workload run >= 2 s natively on this machine. Each row is the median of --reps
+(default 3) repetitions; peak RSS comes from wait4's rusage (the whymiss CLI's own RSS is not
+counted: the program runs as its child, and ru_maxrss of RUSAGE_CHILDREN is the largest child,
+i.e. the program). Prints one markdown table with the geometric-mean time overhead. Exits 1 when
+the geometric mean exceeds --target (default 10 %), 2 on a setup error or a failing run.
+
+  bench/soft_overhead.py [--build build] [--reps 3] [--target 0.10] [--period-us N] [name[=scale] ...]
+"""
+import argparse
+import math
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+DEFAULT = [
+    ("false_sharing_app", 2000), ("false_sharing_alloc", 2000), ("true_sharing", 100),
+    ("conflict_app", 800), ("conflict_alloc", 800), ("capacity", 700), ("control", 900),
+]
+
+
+def run(cmd, timeout):
+    """Wall seconds and peak RSS (KiB) of one command run as a child of a fresh helper process,
+    so that RUSAGE_CHILDREN holds only this command's tree."""
+    probe = ("import resource,subprocess,sys,time;t=time.perf_counter();"
+             "r=subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL,stderr=subprocess.PIPE);"
+             "d=time.perf_counter()-t;m=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss;"
+             "print(r.returncode,d,m);sys.stderr.write(r.stderr.decode(errors='replace')[-2000:])")
+    r = subprocess.run([sys.executable, "-c", probe] + cmd, capture_output=True, text=True,
+                       timeout=timeout)
+    code, secs, rss = r.stdout.split()
+    if int(code) != 0:
+        sys.stderr.write(f"failed ({code}): {' '.join(cmd)}\n{r.stderr}\n")
+        sys.exit(2)
+    return float(secs), int(rss)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--target", type=float, default=0.10)
+    ap.add_argument("--period-us", type=int)
+    ap.add_argument("workloads", nargs="*")
+    a = ap.parse_args()
+    work = [(w.split("=")[0], int(w.split("=")[1]) if "=" in w else dict(DEFAULT).get(w, 1000))
+            for w in a.workloads] or DEFAULT
+    whymiss = os.path.join(a.build, "bin", "whymiss")
+    native_dir = os.path.join(a.build, "workloads", "native")
+    for path in [whymiss] + [os.path.join(native_dir, "wl_" + n) for n, _ in work]:
+        if not os.access(path, os.X_OK):
+            sys.stderr.write(f"missing {path}: build first (scripts/build.sh)\n")
+            return 2
+    times = {n: ([], []) for n, _ in work}
+    mem = {n: ([], []) for n, _ in work}
+    with tempfile.TemporaryDirectory() as tmp:
+        prof = os.path.join(tmp, "s.data")
+        extra = ["--period-us", str(a.period_us)] if a.period_us else []
+        for _ in range(a.reps):
+            for n, scale in work:
+                prog = [os.path.join(native_dir, "wl_" + n), str(scale)]
+                t, m = run(prog, 600)
+                times[n][0].append(t)
+                mem[n][0].append(m)
+                t, m = run([whymiss, "record", "--mode", "soft", "-o", prof] + extra + ["--"] + prog, 600)
+                times[n][1].append(t)
+                mem[n][1].append(m)
+    with open("/proc/loadavg") as f:
+        load = " ".join(f.read().split()[:3])
+    print(f"soft-mode overhead, {a.reps} reps, median; load average after: {load}\n")
+    print("| workload | scale | native s | soft s | time overhead | native MiB | soft MiB | memory overhead |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    logs = []
+    for n, scale in work:
+        tn, ts = statistics.median(times[n][0]), statistics.median(times[n][1])
+        mn, ms = statistics.median(mem[n][0]) / 1024, statistics.median(mem[n][1]) / 1024
+        logs.append(math.log(ts / tn))
+        print(f"| {n} | {scale} | {tn:.2f} | {ts:.2f} | {100 * (ts / tn - 1):+.1f} % | {mn:.1f} | "
+              f"{ms:.1f} | {100 * (ms / mn - 1):+.0f} % (+{ms - mn:.1f} MiB) |")
+    geo = math.exp(sum(logs) / len(logs)) - 1
+    print(f"\ngeometric-mean time overhead: {100 * geo:+.1f} % (target <= {100 * a.target:.0f} %)")
+    return 0 if geo <= a.target else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
