@@ -28,7 +28,8 @@ namespace {
 
 const std::vector<OptionSpec> kRecordOpts = {
     {"mode", 0, true}, {"cache", 0, true}, {"cores", 0, true}, {"policy", 0, true},
-    {"llc", 0, true},  {"output-profile", 'o', true}, {"help", 'h', false}};
+    {"llc", 0, true},  {"output-profile", 'o', true}, {"period-us", 0, true},
+    {"help", 'h', false}};
 const std::vector<OptionSpec> kReportOpts = {
     {"input", 'i', true}, {"format", 0, true}, {"output", 0, true}, {"help", 'h', false}};
 
@@ -103,6 +104,13 @@ Result<RecordConfig> parse_record(int argc, char** argv, bool with_report_opts) 
     if (*s != "inclusive" && *s != "non-inclusive")
       return make_error("--llc must be inclusive or non-inclusive, not '" + *s + "'");
     c.env.push_back("WHYMISS_LLC=" + *s);
+  }
+  if (const auto* s = a->get("period-us")) {
+    char* end = nullptr;
+    long n = std::strtol(s->c_str(), &end, 10);
+    if (s->empty() || *end || n < 100 || n > 1000000)
+      return make_error("--period-us needs a sampling period from 100 to 1000000 microseconds, not '" + *s + "'");
+    c.env.push_back("WHYMISS_PERIOD_US=" + std::to_string(n));
   }
   if (const auto* o = a->get("output-profile")) c.output = *o;
   if (c.program.empty()) return make_error("no program given; usage: whymiss record [options] -- program [args]");
@@ -276,13 +284,25 @@ int report(const ReportConfig& c, std::ostream& dest, std::ostream& err) {
 
 }  // namespace
 
-int record_main(int argc, char** argv, std::ostream&, std::ostream& err) {
+// True when --help/-h comes before the program (after "--" it belongs to the program).
+static bool wants_help(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") return false;
+    if (a == "--help" || a == "-h") return true;
+  }
+  return false;
+}
+
+int record_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  if (wants_help(argc, argv)) return record_usage(out), 0;
   auto c = parse_record(argc, argv, false);
   if (!c) return fail(err, c.error());
   return record(*c, err);
 }
 
 int report_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  if (wants_help(argc, argv)) return report_usage(out), 0;
   std::vector<std::string> args(argv + 1, argv + argc);
   auto a = parse_args(args, kReportOpts);
   if (!a) return fail(err, a.error());
@@ -294,7 +314,8 @@ int report_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   return report(c, out, err);
 }
 
-int run_main(int argc, char** argv, std::ostream&, std::ostream& err) {
+int run_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  if (wants_help(argc, argv)) return run_usage(out), 0;
   auto c = parse_record(argc, argv, true);
   if (!c) return fail(err, c.error());
   std::vector<std::string> opts, prog;
@@ -311,9 +332,13 @@ int run_main(int argc, char** argv, std::ostream&, std::ostream& err) {
 }
 
 void record_usage(std::ostream& out) {
-  out << "usage: whymiss record [--mode exact] [--cache SPEC] [--cores N] [--policy lru|plru|random]\n"
-         "                      [--llc inclusive|non-inclusive] [-o PROFILE] -- program [args]\n"
-         "Runs a program built with whymiss-cc/whymiss-c++ and writes its profile (default whymiss.data).\n";
+  out << "usage: whymiss record [--mode auto|exact|soft|pmu] [--cache SPEC] [--cores N]\n"
+         "                      [--policy lru|plru|random] [--llc inclusive|non-inclusive]\n"
+         "                      [--period-us N] [-o PROFILE] -- program [args]\n"
+         "Runs a program and writes its profile (default whymiss.data). Modes: exact simulates every\n"
+         "access of a program built with whymiss-cc/whymiss-c++; soft samples an unmodified dynamically\n"
+         "linked program (task-clock samples + software breakpoints); pmu uses PEBS/IBS where the\n"
+         "machine has them; auto (default) picks exact for whymiss-cc builds, else pmu, else soft.\n";
 }
 void report_usage(std::ostream& out) {
   out << "usage: whymiss report [-i PROFILE] [--format text|json] [--output FILE]\n"

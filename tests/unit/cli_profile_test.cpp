@@ -89,6 +89,14 @@ TEST_F(CliProfile, PmuModeRefusedWithoutPmuNamesTheCause) {
   EXPECT_EQ(files(), 0u);
 }
 
+TEST_F(CliProfile, HelpBeforeTheProgramPrintsUsage) {
+  auto o = call(record_main, {"record", "--help"});
+  EXPECT_EQ(o.status, 0);
+  EXPECT_NE(o.out.find("usage: whymiss record"), std::string::npos);
+  EXPECT_NE(o.out.find("--mode auto|exact|soft|pmu"), std::string::npos);
+  EXPECT_EQ(files(), 0u);
+}
+
 TEST_F(CliProfile, RecordNonElfFile) {
   std::ofstream(path("script.sh")) << "#!/bin/sh\necho hi\n";
   fs::permissions(path("script.sh"), fs::perms::owner_all);
