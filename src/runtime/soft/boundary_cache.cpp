@@ -81,12 +81,15 @@ Lookup fill(Arena& a, Slot& s, uint64_t start, uint64_t end, uint32_t module_id,
   const uint32_t count = walk(start, end, [](uint64_t) {});
   const uint32_t wide = end - start > UINT16_MAX;
   const uint64_t bytes = (static_cast<uint64_t>(count) * (wide ? 4 : 2) + 7) & ~uint64_t{7};
-  const uint64_t off = a.used.fetch_add(bytes, std::memory_order_relaxed);
-  if (off + bytes > a.data_size) {
-    s.state.store(kFailed, std::memory_order_release);
-    bump(g_full);
-    return Lookup::Full;
-  }
+  // Reserve only if it fits, so one huge function does not lock out the small ones after it.
+  uint64_t off = a.used.load(std::memory_order_relaxed);
+  do {
+    if (off + bytes > a.data_size) {
+      s.state.store(kFailed, std::memory_order_release);
+      bump(g_full);
+      return Lookup::Full;
+    }
+  } while (!a.used.compare_exchange_weak(off, off + bytes, std::memory_order_relaxed));
   uint8_t* d = a.data + off;
   uint32_t i = 0;
   if (wide)

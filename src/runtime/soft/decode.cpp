@@ -180,6 +180,9 @@ DecodeStatus evaluate(const ZydisDecodedInstruction& in, const ZydisDecodedOpera
 // instruction overwrote any other register its addresses use.
 DecodeStatus evaluate_after(const ZydisDecodedInstruction& in, const ZydisDecodedOperand* ops,
                             uint64_t ip, State s, MemAccess* out) {
+  out->ip = ip;
+  out->length = in.length;
+  out->count = 0;
   switch (in.meta.category) {
     case ZYDIS_CATEGORY_CALL: case ZYDIS_CATEGORY_RET: case ZYDIS_CATEGORY_UNCOND_BR:
     case ZYDIS_CATEGORY_SYSRET:

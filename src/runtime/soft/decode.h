@@ -20,6 +20,7 @@ struct MemOperand {
 };
 
 // A decoded memory instruction and the addresses it accesses given a register state.
+// ip and length are filled whenever the instruction was identified, whatever the status.
 struct MemAccess {
   uint64_t ip = 0;     // start of the instruction
   uint8_t length = 0;  // its length in bytes
