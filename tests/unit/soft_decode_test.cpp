@@ -15,7 +15,7 @@ extern const uint8_t wm_fn[], wm_fn_end[], wm_i1[], wm_i2[], wm_i3[], wm_i4[], w
     wm_i7[], wm_i8[], wm_i9[], wm_i10[], wm_i11[], wm_i12[], wm_i13[], wm_i14[], wm_i15[],
     wm_i16[], wm_i17[], wm_i18[], wm_i19[], wm_i20[], wm_i21[], wm_i22[], wm_i23[], wm_i24[],
     wm_i25[], wm_i26[], wm_i27[], wm_i28[], wm_i29[], wm_i30[];
-extern const uint8_t wm_big[], wm_small[], wm_small_mid[], wm_data[];
+extern const uint8_t wm_pad[], wm_big[], wm_small[], wm_small_mid[], wm_data[], wm_nosym[], wm_nosym_1[];
 }
 
 // wm_fn: one instruction per label, lengths 1 to 11 bytes. Labels are STT_NOTYPE, so only
@@ -28,6 +28,8 @@ wm_data: .quad 0
   .globl wm_fn, wm_fn_end
   .type wm_fn, @function
   .p2align 6
+  .globl wm_pad
+wm_pad:
   .fill 64, 1, 0xcc  # inter-function padding, as in real binaries (the heuristic reads it)
 wm_fn:
   push %rbx
@@ -74,6 +76,14 @@ wm_small:
 wm_small_mid:
   ret
   .size wm_small, .-wm_small
+
+  # Code no function symbol covers (like a stripped binary): the backward heuristic's case.
+  .globl wm_nosym, wm_nosym_1
+wm_nosym:
+  mov 0x10(%rdx), %rcx
+wm_nosym_1:
+  add $1, %rcx
+  ret
 
   .globl wm_big
   .type wm_big, @function
@@ -373,13 +383,26 @@ TEST_F(SoftDecode, InstructionLength) {
 TEST(SoftDecodeHeuristic, FindsBoundariesWithoutSymbols) {
   int found = 0, wrong = 0;
   for (size_t i = 1; i < std::size(kLabels); ++i) {
-    const unsigned back = detail::heuristic_previous(wm_fn - 64, kLabels[i]);
+    const unsigned back = detail::heuristic_previous(wm_pad, kLabels[i]);
     if (back == 0) continue;
     ++found;
     wrong += kLabels[i] - back != kLabels[i - 1];
   }
   EXPECT_EQ(wrong, 0);
   EXPECT_GE(found, static_cast<int>(std::size(kLabels)) * 3 / 4);
+}
+
+TEST_F(SoftDecode, CodeWithoutSymbolUsesTheHeuristic) {
+  Regs r;
+  r.set(REG_RDX, 0x5000);
+  MemAccess m;
+  const DecodeStats before = stats();
+  ASSERT_EQ(decode_previous(u(wm_nosym_1), r.view, &m), DecodeStatus::Ok);
+  EXPECT_EQ(m.ip, u(wm_nosym));
+  EXPECT_EQ(m.ops[0].addr, 0x5010u);
+  EXPECT_EQ(stats().no_symbol, before.no_symbol + 1);
+  EXPECT_EQ(stats().heuristic_found, before.heuristic_found + 1);
+  EXPECT_EQ(stats().functions_cached, before.functions_cached);  // nothing to cache
 }
 
 // Runs last in this binary's order: it re-initialises with an arena too small for wm_big.

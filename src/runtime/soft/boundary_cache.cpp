@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <cstring>
 #include <new>
 
 namespace whymiss::soft::detail {
@@ -75,27 +76,44 @@ Lookup lookup_slot(const Arena& a, const Slot& s, uint64_t start, uint64_t next_
   return search(reinterpret_cast<const uint16_t*>(d), s.count, start, next_ip, prev);
 }
 
-// Decodes the function into the arena and publishes the slot this thread claimed.
-Lookup fill(Arena& a, Slot& s, uint64_t start, uint64_t end, uint32_t module_id,
-            uint64_t next_ip, uint64_t* prev) {
-  const uint32_t count = walk(start, end, [](uint64_t) {});
-  const uint32_t wide = end - start > UINT16_MAX;
-  const uint64_t bytes = (static_cast<uint64_t>(count) * (wide ? 4 : 2) + 7) & ~uint64_t{7};
-  // Reserve only if it fits, so one huge function does not lock out the small ones after it.
+constexpr uint64_t round8(uint64_t x) { return (x + 7) & ~uint64_t{7}; }
+
+// Reserves `bytes` of the data area if they fit (so one huge function does not lock out the
+// small ones after it); returns the offset or UINT64_MAX.
+uint64_t reserve(Arena& a, uint64_t bytes) {
   uint64_t off = a.used.load(std::memory_order_relaxed);
   do {
-    if (off + bytes > a.data_size) {
-      s.state.store(kFailed, std::memory_order_release);
-      bump(g_full);
-      return Lookup::Full;
-    }
+    if (off + bytes > a.data_size) return UINT64_MAX;
   } while (!a.used.compare_exchange_weak(off, off + bytes, std::memory_order_relaxed));
+  return off;
+}
+
+// Decodes the function into the arena and publishes the slot this thread claimed. One pass into
+// a worst-case reservation (one entry per byte) whose unused tail is handed back if nobody
+// reserved after it; if even that does not fit, counts first and reserves the exact size.
+Lookup fill(Arena& a, Slot& s, uint64_t start, uint64_t end, uint32_t module_id,
+            uint64_t next_ip, uint64_t* prev) {
+  const uint32_t wide = end - start > UINT16_MAX;
+  const uint64_t entry = wide ? 4 : 2;
+  uint64_t cap = end - start + 1;
+  uint64_t off = reserve(a, round8(cap * entry));
+  if (off == UINT64_MAX) {
+    cap = walk(start, end, [](uint64_t) {});
+    off = reserve(a, round8(cap * entry));
+  }
+  if (off == UINT64_MAX) {
+    s.state.store(kFailed, std::memory_order_release);
+    bump(g_full);
+    return Lookup::Full;
+  }
   uint8_t* d = a.data + off;
   uint32_t i = 0;
   if (wide)
-    walk(start, end, [&](uint64_t o) { if (i < count) reinterpret_cast<uint32_t*>(d)[i++] = static_cast<uint32_t>(o); });
+    walk(start, end, [&](uint64_t o) { if (i < cap) reinterpret_cast<uint32_t*>(d)[i++] = static_cast<uint32_t>(o); });
   else
-    walk(start, end, [&](uint64_t o) { if (i < count) reinterpret_cast<uint16_t*>(d)[i++] = static_cast<uint16_t>(o); });
+    walk(start, end, [&](uint64_t o) { if (i < cap) reinterpret_cast<uint16_t*>(d)[i++] = static_cast<uint16_t>(o); });
+  uint64_t top = off + round8(cap * entry);
+  a.used.compare_exchange_strong(top, off + round8(i * entry), std::memory_order_relaxed);
   s.module_id = module_id;
   s.count = i;
   s.wide = wide;
@@ -135,6 +153,9 @@ bool cache_init(size_t bytes) {
   a->slot_mask = slots - 1;
   a->data = reinterpret_cast<uint8_t*>(a->slots + slots);
   a->data_size = a->map_size - header - slot_bytes;
+  // Fault the slot table in now: slots are hit at random, and a first-touch page fault inside
+  // the signal handler costs microseconds on a VM. The data area fills in order, so it is left lazy.
+  std::memset(static_cast<void*>(a->slots), 0, slot_bytes);
   g_arena.store(a, std::memory_order_release);
   return true;
 }

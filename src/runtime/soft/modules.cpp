@@ -158,7 +158,9 @@ size_t parse_function_symbols(const uint8_t* image, size_t size, uint64_t bias, 
   for (size_t i = 0; i < nsyms; ++i) {
     if (!is_function(syms[i])) continue;
     const uint64_t start = bias + syms[i].st_value;
-    out[n++] = {start, syms[i].st_size ? start + syms[i].st_size : 0};
+    if (start < bias || start > UINT64_MAX - 16) continue;  // corrupt: wraps around
+    const uint64_t end = start + syms[i].st_size;
+    out[n++] = {start, end > start ? end : 0};
   }
   // Aliases share a start: keep the largest extent. Zero-sized symbols end where the next begins.
   std::sort(out, out + n, [](const FunctionRange& a, const FunctionRange& b) {
