@@ -4,7 +4,14 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include <signal.h>
+#include <sys/time.h>
+
+#include <atomic>
+#include <cerrno>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "model/profile.h"
 #include "runtime/soft/boundary_cache.h"
@@ -15,6 +22,8 @@ extern const uint8_t wm_fn[], wm_fn_end[], wm_i1[], wm_i2[], wm_i3[], wm_i4[], w
     wm_i7[], wm_i8[], wm_i9[], wm_i10[], wm_i11[], wm_i12[], wm_i13[], wm_i14[], wm_i15[],
     wm_i16[], wm_i17[], wm_i18[], wm_i19[], wm_i20[], wm_i21[], wm_i22[], wm_i23[], wm_i24[],
     wm_i25[], wm_i26[], wm_i27[], wm_i28[], wm_i29[], wm_i30[];
+void wm_spin(volatile uint64_t* flag);
+extern const uint8_t wm_spin_load[];
 extern const uint8_t wm_pad[], wm_big[], wm_small[], wm_small_mid[], wm_data[], wm_nosym[], wm_nosym_1[];
 }
 
@@ -84,6 +93,18 @@ wm_nosym:
 wm_nosym_1:
   add $1, %rcx
   ret
+
+  # Spins until *rdi != 0; called for real by the signal test.
+  .globl wm_spin, wm_spin_load
+  .type wm_spin, @function
+wm_spin:
+  nop
+wm_spin_load:
+  mov (%rdi), %rax
+  test %rax, %rax
+  je wm_spin_load
+  ret
+  .size wm_spin, .-wm_spin
 
   .globl wm_big
   .type wm_big, @function
@@ -403,6 +424,77 @@ TEST_F(SoftDecode, CodeWithoutSymbolUsesTheHeuristic) {
   EXPECT_EQ(stats().no_symbol, before.no_symbol + 1);
   EXPECT_EQ(stats().heuristic_found, before.heuristic_found + 1);
   EXPECT_EQ(stats().functions_cached, before.functions_cached);  // nothing to cache
+}
+
+TEST_F(SoftDecode, ConcurrentColdLookupsAgree) {
+  ASSERT_TRUE(init(1 << 20));  // cold: threads race to cache the same functions
+  std::atomic<int> mismatches{0}, go{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      Regs r;
+      r.set(REG_RSP, 0x7000).set(REG_RCX, 0);
+      while (!go.load()) {}
+      for (int round = 0; round < 50; ++round)
+        for (size_t i = 1; i < std::size(kLabels); ++i) {
+          MemAccess m{};
+          if (decode_previous(u(kLabels[i]), r.view, &m) != DecodeStatus::NoBoundary &&
+              m.ip != u(kLabels[i - 1]))
+            ++mismatches;
+        }
+    });
+  go = 1;
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_EQ(stats().functions_cached, 1u);
+  EXPECT_EQ(stats().cache_full, 0u);
+}
+
+// A real profiling signal: its context's rip is after the instruction that ran, and samples
+// attributed to the load in wm_spin must give the flag's address.
+struct SpinSamples {
+  volatile uint64_t flag = 0;
+  std::atomic<int> samples{0}, on_load{0}, wrong_addr{0}, other_ok{0};
+};
+SpinSamples* g_spin = nullptr;
+
+void on_prof(int, siginfo_t*, void* ctx) {
+  const int saved = errno;
+  const auto* uc = static_cast<const ucontext_t*>(ctx);
+  const uint64_t rip = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]);
+  RegisterView v{uc, 0, 0};
+  MemAccess m;
+  if (rip >= u(wm_spin_load) && rip <= u(wm_spin_load) + 16) {
+    const DecodeStatus st = decode_previous(rip, v, &m);
+    if (st == DecodeStatus::Ok && m.ip == u(wm_spin_load)) {
+      ++g_spin->on_load;
+      if (m.ops[0].addr != reinterpret_cast<uint64_t>(&g_spin->flag)) ++g_spin->wrong_addr;
+    } else if (st == DecodeStatus::Ok) {
+      ++g_spin->other_ok;  // nothing else in the loop accesses memory
+    }
+    if (++g_spin->samples >= 40) g_spin->flag = 1;
+  }
+  errno = saved;
+}
+
+TEST_F(SoftDecode, RealProfilingSignalsDecodeInTheHandler) {
+  SpinSamples s;
+  g_spin = &s;
+  struct sigaction sa{}, old{};
+  sa.sa_sigaction = on_prof;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  ASSERT_EQ(sigaction(SIGPROF, &sa, &old), 0);
+  itimerval it{{0, 1000}, {0, 1000}}, off{};
+  ASSERT_EQ(setitimer(ITIMER_PROF, &it, nullptr), 0);
+  wm_spin(&s.flag);  // returns once the handler has seen 40 samples in the loop
+  setitimer(ITIMER_PROF, &off, nullptr);
+  sigaction(SIGPROF, &old, nullptr);
+  EXPECT_GE(s.samples.load(), 40);
+  EXPECT_GT(s.on_load.load(), 0);
+  EXPECT_EQ(s.wrong_addr.load(), 0);
+  EXPECT_EQ(s.other_ok.load(), 0);
+  std::printf("samples in loop %d, attributed to the load %d\n", s.samples.load(),
+              s.on_load.load());
 }
 
 // Runs last in this binary's order: it re-initialises with an arena too small for wm_big.
