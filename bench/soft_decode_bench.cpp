@@ -119,6 +119,7 @@ void heuristic(const char* path) {
   std::vector<FunctionRange> f(parse_function_symbols(img, size, 0, 0, nullptr, 0));
   f.resize(parse_function_symbols(img, size, 0, 0, f.data(), f.size()));
   size_t total = 0, right = 0, wrong = 0;
+  const double t0 = now_ns();
   for (const FunctionRange& r : f) {
     const Elf64_Phdr* seg = nullptr;
     for (int i = 0; i < eh.e_phnum; ++i)
@@ -136,9 +137,11 @@ void heuristic(const char* path) {
       (b[k] - back == b[k - 1] ? right : wrong) += 1;
     }
   }
-  std::printf("heuristic on %s: %zu functions, %zu boundaries: right %.2f%%, wrong %.2f%%, "
-              "no answer %.2f%%\n", path, f.size(), total, 100.0 * right / total,
-              100.0 * wrong / total, 100.0 * (total - right - wrong) / total);
+  const double ns = (now_ns() - t0) / static_cast<double>(total);
+  std::printf("heuristic on %s: %zu functions, %zu boundaries: right %zu (%.2f%%), wrong %zu "
+              "(%.3f%%), no answer %zu (%.2f%%); %.0f ns per boundary incl. ground truth\n", path,
+              f.size(), total, right, 100.0 * right / total, wrong, 100.0 * wrong / total,
+              total - right - wrong, 100.0 * (total - right - wrong) / total, ns);
   munmap(map, size);
 }
 

@@ -216,20 +216,31 @@ Lookup cache_previous(uint64_t start, uint64_t end, uint32_t module_id, uint64_t
 }
 
 unsigned heuristic_previous(const uint8_t* lo, const uint8_t* next) {
-  unsigned votes[16] = {};
-  int starts = 0;
   const uint8_t* first = next - lo > kHeuristicWindow ? next - kHeuristicWindow : lo;
+  // Chains that reach an offset another chain already decoded from share its future, so each
+  // offset is decoded once: seen[] holds the chain that got there first.
+  int8_t seen[kHeuristicWindow];
+  uint8_t result[kHeuristicStarts];  // per chain: distance back of its last instruction, or 0
+  std::memset(seen, -1, sizeof seen);
+  unsigned votes[16] = {};
   for (int k = 0; k < kHeuristicStarts && first + k < next; ++k) {
-    ++starts;
     const uint8_t* p = first + k;
     const uint8_t* last = nullptr;
+    int shared = -1;
     while (p < next) {
+      int8_t& s = seen[p - first];
+      if (s >= 0) {
+        shared = s;
+        break;
+      }
+      s = static_cast<int8_t>(k);
       const uint8_t len = length_at(p, static_cast<size_t>(next - p));
       if (len == 0) break;
       last = p;
       p += len;
     }
-    if (p == next && last) ++votes[next - last];
+    result[k] = shared >= 0 ? result[shared] : (p == next && last ? next - last : 0);
+    if (result[k]) ++votes[result[k]];
   }
   unsigned best = 0, best_votes = 0, second = 0;
   for (unsigned d = 1; d < 16; ++d) {
@@ -241,9 +252,7 @@ unsigned heuristic_previous(const uint8_t* lo, const uint8_t* next) {
       second = votes[d];
     }
   }
-  if (starts < 3 || best_votes * 2 <= static_cast<unsigned>(starts) || best_votes == second)
-    return 0;
-  return best;
+  return best_votes >= kHeuristicMinVotes && best_votes >= 2 * second ? best : 0;
 }
 
 CacheCounters cache_counters() {

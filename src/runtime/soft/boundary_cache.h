@@ -32,13 +32,16 @@ Lookup cache_previous(uint64_t start, uint64_t end, uint32_t module_id, uint64_t
 Lookup scan_previous(uint64_t start, uint64_t end, uint64_t next_ip, uint64_t* prev);
 
 // No symbol: guesses the start of the instruction ending at `next` from the bytes [lo, next)
-// alone. Decoding starts at each of kHeuristicStarts consecutive offsets some way back and
-// proceeds forward; x86 decoding resynchronises within a few instructions, so the chains that
-// land exactly on `next` vote for their last instruction. The winner needs a strict majority of
-// all starts and must beat every other candidate; otherwise returns 0 (no answer). Returns the
-// offset back from next (1..15) of the winning instruction start.
+// alone. Decoding starts at each of kHeuristicStarts consecutive offsets kHeuristicWindow bytes
+// back (or at lo) and proceeds forward; x86 decoding resynchronises within a few instructions,
+// so the chains that land exactly on `next` vote for their last instruction. The winner needs
+// kHeuristicMinVotes votes and twice as many as any other candidate; otherwise returns 0 (no
+// answer). Chains that fail (undecodable bytes, an instruction straddling `next`) do not vote.
+// Returns the offset back from next (1..15) of the winning instruction start. Measured on real
+// binaries (bench/soft_decode_bench): ~99.97% right, <0.01% wrong, the rest no answer.
 inline constexpr int kHeuristicStarts = 16;
-inline constexpr int kHeuristicWindow = 64;  // the first start is this many bytes before next
+inline constexpr int kHeuristicWindow = 64;
+inline constexpr unsigned kHeuristicMinVotes = 3;
 unsigned heuristic_previous(const uint8_t* lo, const uint8_t* next);
 
 struct CacheCounters {
