@@ -101,6 +101,35 @@ void timing() {
   std::printf("  decode_at: %.0f ns/call\n", at);
 }
 
+// How many functions a 1 MiB arena holds: first lookups in every function of every module
+// until one fails for lack of room.
+void capacity() {
+  init(1 << 20);
+  const ModuleTable* t = current_modules();
+  ucontext_t uc{};
+  RegisterView view{&uc, 0, 0};
+  MemAccess m;
+  size_t tried = 0, instructions = 0;
+  for (uint32_t i = 0; i < t->module_count && stats().cache_full == 0; ++i) {
+    const Module& mod = t->modules[i];
+    for (uint32_t f = 0; f < mod.function_count && stats().cache_full == 0; ++f) {
+      const FunctionRange& r = mod.functions[f];
+      const CodeSegment* seg = find_segment(*t, r.start);
+      if (!seg || r.end > seg->hi) continue;
+      const auto b = boundaries(r.start, r.end, reinterpret_cast<const uint8_t*>(r.start));
+      if (b.size() < 2) continue;
+      ++tried;
+      instructions += b.size() - 1;
+      decode_previous(b[1], view, &m);
+    }
+  }
+  std::printf("capacity: 1 MiB arena: %llu functions cached (%.1f instructions each) when the "
+              "first did not fit (%s)\n",
+              static_cast<unsigned long long>(stats().functions_cached),
+              static_cast<double>(instructions) / tried,
+              stats().cache_full ? "full" : "never full: ran out of functions");
+}
+
 void heuristic(const char* path) {
   const int fd = open(path, O_RDONLY);
   struct stat st;
@@ -149,6 +178,7 @@ void heuristic(const char* path) {
 
 int main(int argc, char** argv) {
   timing();
+  capacity();
   for (int i = 1; i < argc; ++i) heuristic(argv[i]);
   return 0;
 }

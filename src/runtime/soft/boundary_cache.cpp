@@ -12,7 +12,7 @@ namespace whymiss::soft::detail {
 namespace {
 
 enum : uint32_t { kEmpty = 0, kReady = 1, kFailed = 2 };
-constexpr int kMaxProbes = 32;
+constexpr int kMaxProbes = 128;  // linear probing; lookups of cached keys stop early
 
 struct Slot {
   std::atomic<uint64_t> key;     // function start; 0 = free. Claimed once, never released.
@@ -138,9 +138,10 @@ uint8_t length_at(const uint8_t* p, size_t avail) {
 bool cache_init(size_t bytes) {
   cache_reset();
   if (bytes < 4096) bytes = 4096;
-  // About an eighth of the arena for slots (32 bytes each), the rest for boundary offsets.
+  // `bytes` for boundary offsets (~100 bytes for a function of 50 instructions) plus one slot
+  // (32 bytes) per 128 of them, so slots and data run out at about the same number of functions.
   uint64_t slots = 16;
-  while (slots * 2 * sizeof(Slot) * 8 <= bytes) slots *= 2;
+  while (slots * 2 * 128 <= bytes) slots *= 2;
   const size_t slot_bytes = slots * sizeof(Slot);
   void* m = mmap(nullptr, bytes + slot_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                  -1, 0);
