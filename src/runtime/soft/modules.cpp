@@ -137,29 +137,37 @@ size_t parse_function_symbols(const uint8_t* image, size_t size, uint64_t bias, 
   if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff == 0 || eh.e_shoff > size ||
       eh.e_shnum > (size - eh.e_shoff) / sizeof(Elf64_Shdr))
     return 0;
-  const auto* sh = reinterpret_cast<const Elf64_Shdr*>(image + eh.e_shoff);
-  const Elf64_Shdr* table = nullptr;
-  for (int pass = 0; pass < 2 && !table; ++pass) {  // .symtab first, .dynsym if stripped
+  // Headers and symbols are copied out: a malformed file may place them misaligned.
+  Elf64_Shdr table{};
+  bool found = false;
+  for (int pass = 0; pass < 2 && !found; ++pass) {  // .symtab first, .dynsym if stripped
     const uint32_t want = pass == 0 ? SHT_SYMTAB : SHT_DYNSYM;
-    for (unsigned i = 0; i < eh.e_shnum; ++i)
-      if (sh[i].sh_type == want && sh[i].sh_offset <= size &&
-          sh[i].sh_size <= size - sh[i].sh_offset && sh[i].sh_entsize == sizeof(Elf64_Sym)) {
-        table = &sh[i];
-        break;
-      }
+    for (unsigned i = 0; i < eh.e_shnum && !found; ++i) {
+      Elf64_Shdr sh;
+      std::memcpy(&sh, image + eh.e_shoff + i * sizeof sh, sizeof sh);
+      found = sh.sh_type == want && sh.sh_offset <= size && sh.sh_size <= size - sh.sh_offset &&
+              sh.sh_entsize == sizeof(Elf64_Sym);
+      if (found) table = sh;
+    }
   }
-  if (!table) return 0;
-  const auto* syms = reinterpret_cast<const Elf64_Sym*>(image + table->sh_offset);
-  const size_t nsyms = table->sh_size / sizeof(Elf64_Sym);
+  if (!found) return 0;
+  const uint8_t* syms = image + table.sh_offset;
+  const size_t nsyms = table.sh_size / sizeof(Elf64_Sym);
+  auto sym = [&](size_t i) {
+    Elf64_Sym s;
+    std::memcpy(&s, syms + i * sizeof s, sizeof s);
+    return s;
+  };
   size_t n = 0;
-  for (size_t i = 0; i < nsyms; ++i) n += is_function(syms[i]);
+  for (size_t i = 0; i < nsyms; ++i) n += is_function(sym(i));
   if (n > cap || !out) return n;
   n = 0;
   for (size_t i = 0; i < nsyms; ++i) {
-    if (!is_function(syms[i])) continue;
-    const uint64_t start = bias + syms[i].st_value;
+    const Elf64_Sym s = sym(i);
+    if (!is_function(s)) continue;
+    const uint64_t start = bias + s.st_value;
     if (start < bias || start > UINT64_MAX - 16) continue;  // corrupt: wraps around
-    const uint64_t end = start + syms[i].st_size;
+    const uint64_t end = start + s.st_size;
     out[n++] = {start, end > start ? end : 0};
   }
   // Aliases share a start: keep the largest extent. Zero-sized symbols end where the next begins.
