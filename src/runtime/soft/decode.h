@@ -52,7 +52,7 @@ struct RegisterView {
 // set up at all (the soft collector then disables itself). Calling init again discards the
 // previous state (tests); only when no handler can be running. refresh_modules keeps the cache
 // and must not run concurrently with itself (handlers may run: the old table is never unmapped).
-// Arena: 1 MiB held 6,200 functions of libc/libstdc++ (~54 instructions each; bench/).
+// Arena: 1 MiB held 6,200+ functions of libc/libstdc++ (~54 instructions each; bench/).
 bool init(size_t arena_bytes);
 void refresh_modules();
 
