@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include <dlfcn.h>
 #include <signal.h>
 #include <sys/time.h>
 
@@ -424,6 +425,24 @@ TEST_F(SoftDecode, CodeWithoutSymbolUsesTheHeuristic) {
   EXPECT_EQ(stats().no_symbol, before.no_symbol + 1);
   EXPECT_EQ(stats().heuristic_found, before.heuristic_found + 1);
   EXPECT_EQ(stats().functions_cached, before.functions_cached);  // nothing to cache
+}
+
+TEST_F(SoftDecode, RefreshAfterDlopenFindsTheNewModule) {
+  void* h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);  // not a dependency of this test
+  if (!h) GTEST_SKIP() << "libz.so.1 is not installed";
+  const auto* fn = static_cast<const uint8_t*>(dlsym(h, "zlibVersion"));
+  ASSERT_NE(fn, nullptr);
+  const uint64_t next = u(fn) + detail::length_at(fn, 15);
+  Regs r;
+  MemAccess m;
+  EXPECT_EQ(decode_previous(next, r.view, &m), DecodeStatus::NoBoundary);  // unknown module
+  refresh_modules();
+  const DecodeStatus st = decode_previous(next, r.view, &m);
+  EXPECT_TRUE(st == DecodeStatus::Ok || st == DecodeStatus::NotMemory) << static_cast<int>(st);
+  EXPECT_EQ(m.ip, u(fn));  // found through libz's .dynsym
+  // The modules known before are still there.
+  ASSERT_EQ(decode_previous(u(wm_i16), r.view, &m), DecodeStatus::Ok);
+  EXPECT_EQ(m.ip, u(wm_i15));
 }
 
 TEST_F(SoftDecode, ConcurrentColdLookupsAgree) {
