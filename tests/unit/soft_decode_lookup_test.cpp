@@ -118,7 +118,9 @@ TEST_F(SoftDecode, RefreshAfterDlopenFindsTheNewModule) {
   const uint64_t next = u(fn) + detail::length_at(fn, 15);
   Regs r;
   MemAccess m;
-  if (!loaded) EXPECT_EQ(decode_previous(next, r.view, &m), DecodeStatus::NoBoundary);
+  if (!loaded) {
+    EXPECT_EQ(decode_previous(next, r.view, &m), DecodeStatus::NoBoundary);
+  }
   refresh_modules();
   const DecodeStatus st = decode_previous(next, r.view, &m);
   EXPECT_TRUE(st == DecodeStatus::Ok || st == DecodeStatus::NotMemory) << static_cast<int>(st);
