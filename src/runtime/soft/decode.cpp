@@ -10,6 +10,14 @@
 //   context's fpregs, sign-extended for dword indices), size one element; the write mask is
 //   ignored. AVX-512 masked loads/stores report the full vector width.
 // - Conditional accesses (cmov with a memory source, masked moves) are reported as accesses.
+// - After the fact (samples), register updates that can be undone are: rsp by push/pop/pushf/
+//   popf (pop %rsp is Clobbered), rbp/rsp by leave (the slot read was [rsp - 8]), rsi/rdi by
+//   string ops (one element back, or forward when DF is set: a completed rep op reports its last
+//   iteration; one that ran zero times is misreported one element early). enter is Clobbered.
+//   Any other write, even conditional (cmpxchg's rax, cmov), to a register an address uses means
+//   Clobbered; so does a write to a gather's vector index.
+// - Not modelled: xlat's al index (reported as [rbx]), pop to a memory operand addressed through
+//   rsp (evaluated with rsp before the pop, the CPU uses it after).
 #include "runtime/soft/decode.h"
 
 #include <Zydis/Zydis.h>

@@ -84,7 +84,8 @@ DecodeStatus decode_bytes(const uint8_t* code, size_t len, uint64_t ip, const Re
 DecodeStatus decode_after_bytes(const uint8_t* code, size_t len, uint64_t ip,
                                 const RegisterView& regs, MemAccess* out);
 
-// Length of the instruction at ip (0 if undecodable); used to place and step over breakpoints.
+// Length of the instruction at ip (0 if undecodable); used to place and step over breakpoints
+// (read it before patching an int3 in).
 uint8_t instruction_length(uint64_t ip);
 
 // Counters for the report: lookups that failed by cause, cache hits/misses.
