@@ -20,6 +20,7 @@ struct MemOperand {
 };
 
 // A decoded memory instruction and the addresses it accesses given a register state.
+// ip and length are filled whenever the instruction was identified, whatever the status.
 struct MemAccess {
   uint64_t ip = 0;     // start of the instruction
   uint8_t length = 0;  // its length in bytes
@@ -31,12 +32,15 @@ enum class DecodeStatus {
   Ok,
   NotMemory,   // the instruction accesses no data memory (profile::DiscardReason::NotMemory)
   Clobbered,   // (after-the-fact use only) it overwrote a register its address depends on
-  NoBoundary,  // no known instruction boundary before the ip (no symbol, arena full)
-  BadBytes,    // undecodable
+  NoBoundary,  // no known instruction boundary before the ip (no symbol and the heuristic gave
+               // no answer, arena full), or the instruction before it transfers control away
+               // (call, ret, jmp), so it is not what ran just before: the predecessor is unknown
+  BadBytes,    // undecodable, or an operand form not evaluated (VSIB index in xmm16-31)
 };
 
 // Reads the registers an address needs from a signal context; fs/gs bases are read once per
 // thread with arch_prctl at thread start and passed in (the context does not carry them).
+// Uses uc_mcontext.gregs, and uc_mcontext.fpregs (xmm0-15) for the index of gathers/scatters.
 struct RegisterView {
   const ucontext_t* uc = nullptr;
   uint64_t fs_base = 0, gs_base = 0;
@@ -45,7 +49,10 @@ struct RegisterView {
 // Sets up the function-start tables of the loaded modules (dl_iterate_phdr + .symtab/.dynsym
 // of each module's file, mmap'ed) and the decoded-function cache. Not async-signal-safe; called
 // once at runtime start and again (refresh_modules) after dlopen. Returns false when it cannot
-// set up at all (the soft collector then disables itself).
+// set up at all (the soft collector then disables itself). Calling init again discards the
+// previous state (tests); only when no handler can be running. refresh_modules keeps the cache
+// and must not run concurrently with itself (handlers may run: the old table is never unmapped).
+// Arena: 1 MiB held 6,200+ functions of libc/libstdc++ (~54 instructions each; bench/).
 bool init(size_t arena_bytes);
 void refresh_modules();
 
@@ -53,17 +60,42 @@ void refresh_modules();
 // the one that was executing. Finds the preceding instruction (decoding forward from the start
 // of its function, cached per function) and, if it is a memory instruction whose address
 // registers it did not overwrite, fills `out` with its operands as they were before it ran.
+// A rep-prefixed string instruction is interruptible: a sample taken while it runs has next_ip
+// equal to the string instruction itself, with rsi/rdi/rcx advanced. So if the instruction at
+// next_ip is a rep string op with rcx != 0, the sample is attributed to it, with the address of
+// the iteration about to run. A completed string op before next_ip gets its last iteration.
+// Limitation: when next_ip is a jump target, the instruction before it in memory is taken as the
+// predecessor although the jump ran last (unknowable from the context); after an instruction
+// that cannot fall through (call, jmp, ret) the sample is refused as NoBoundary instead.
 DecodeStatus decode_previous(uint64_t next_ip, const RegisterView& regs, MemAccess* out);
 
 // Breakpoints: the instruction at `ip` has not executed yet (the registers are its inputs).
+// A rep string op reports the iteration about to run (rcx == 0: NotMemory). Reads the code at
+// ip: while an int3 is patched there, use decode_bytes on the saved original bytes instead.
 DecodeStatus decode_at(uint64_t ip, const RegisterView& regs, MemAccess* out);
 
-// Length of the instruction at ip (0 if undecodable); used to place and step over breakpoints.
+// The same on a copy of the instruction's bytes (`len` readable bytes at `code`) that runs at
+// `ip`: for breakpoints, whose first byte in memory is the int3, and for tests and fuzzing.
+DecodeStatus decode_bytes(const uint8_t* code, size_t len, uint64_t ip, const RegisterView& regs,
+                          MemAccess* out);
+// Like decode_previous once the instruction is known: `code` holds the instruction at `ip`, which
+// has just executed, and `regs` is the state after it (undoes push/pop/string-op updates, reports
+// Clobbered when a register the address needs was overwritten otherwise).
+DecodeStatus decode_after_bytes(const uint8_t* code, size_t len, uint64_t ip,
+                                const RegisterView& regs, MemAccess* out);
+
+// Length of the instruction at ip (0 if undecodable); used to place and step over breakpoints
+// (read it before patching an int3 in).
 uint8_t instruction_length(uint64_t ip);
 
 // Counters for the report: lookups that failed by cause, cache hits/misses.
 struct DecodeStats {
-  uint64_t functions_cached, cache_full, no_symbol, bad_bytes;
+  uint64_t functions_cached;  // functions whose boundaries are in the arena
+  uint64_t cache_full;        // lookups that failed because the arena or its table was full
+  uint64_t no_symbol;         // ips in no module, or in no function symbol (heuristic tried)
+  uint64_t bad_bytes;         // undecodable instructions or next_ip not on a decoded boundary
+  uint64_t cache_hits;        // decode_previous lookups answered by the cache
+  uint64_t heuristic_found;   // no-symbol lookups the backward heuristic answered
 };
 DecodeStats stats();
 
