@@ -200,7 +200,7 @@ Detection detect_pebs(const DetectEnv& env, Detection d) {
                "); it needs Nehalem or later on bare metal";
     return d;
   }
-  if (ld.config1 == 0) ld.config1 = env.ldlat;
+  ld.config1 = env.ldlat;  // config1 holds only the latency threshold (libpfm4 and sysfs agree)
   ld.role = Role::Loads;
   p.events[p.event_count++] = ld;
   const bool have_stores = encode_intel(env, pmu, stores, "mem-stores", &st, &why);
