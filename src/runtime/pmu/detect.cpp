@@ -141,7 +141,7 @@ Detection detect_ibs(const DetectEnv& env, Detection d) {
   p.sample_type = kIbsSampleType;
   p.period = env.period ? env.period : 0x40000;
   int err = probe_plan(env, p);
-  if (err == EINVAL) {  // kernels before 6.14 reject exclude_* on IBS
+  if (err == EINVAL) {  // older kernels reject exclude_* on IBS
     p.exclude_kernel = false;
     err = probe_plan(env, p);
   }

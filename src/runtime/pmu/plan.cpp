@@ -142,7 +142,7 @@ void fill_attr(const Plan& p, int i, uint64_t period, perf_event_attr* a) {
   a->config = e.config;
   a->config1 = e.config1;
   a->config2 = e.config2;
-  // IBS before Linux 6.14 refuses every exclude_* bit (PERF_PMU_CAP_NO_EXCLUDE): the plan then
+  // IBS on older kernels refuses every exclude_* bit (PERF_PMU_CAP_NO_EXCLUDE): the plan then
   // sets none and the decoder drops kernel ips.
   a->exclude_kernel = a->exclude_hv = p.exclude_kernel ? 1 : 0;
   if (e.role == Role::Leader) return;  // counts only; members carry the samples

@@ -50,7 +50,7 @@ struct Plan {
   EventSpec events[kMaxEvents];
   uint64_t sample_type = 0;
   uint64_t period = 0;          // mean sample period, in events (loads, stores or ops)
-  bool exclude_kernel = true;   // false where the PMU refuses the filter (IBS before 6.14)
+  bool exclude_kernel = true;   // false where the PMU refuses the filter (IBS on older kernels)
   uint32_t ring_pages = 64;     // data pages per thread ring, a power of two
   uint32_t family = 0, model = 0;  // cpuid, for IBS decoding
 };
