@@ -234,7 +234,6 @@ struct Estimator {
     for (uint32_t i : idx) {
       const SampleRecord& s = p.samples[i];
       Ins& x = ins[s.ip];
-      x.sample_replayed++;
       const LineUse& u = lines[line_of(s.addr)];
       int kd = sharing_kind(u, s.thread);
       size_t missed_levels = 0;
@@ -248,6 +247,9 @@ struct Estimator {
             missed_levels = l + 1;
       }
       for (size_t l = 0; l < missed_levels; ++l) x.miss[l][kd] += 1;
+      // pmu: every sample on the line is decided here; soft: only the coherence misses (the
+      // rest go to the per-instruction model like any other sample).
+      if (pmu() || missed_levels) x.sample_replayed++;
       if (missed_levels) {
         line_coh[line_of(s.addr)][s.ip][kd - kTS] += 1;
         x.note_miss(s.object, s.addr);
@@ -411,20 +413,20 @@ void Estimator::write_records() {
     for (int i = 0; i < kRefs && i < int(x.miss_addrs.size()); ++i) r.sample_addrs[i] = x.miss_addrs[size_t(i)];
     p.instructions.push_back(r);
   }
-  // Counters: level 0 sees every sample; level l sees what level l-1 missed.
-  uint64_t reads = 0, writes = 0;
-  for (auto& [ip, x] : ins) reads += x.reads, writes += x.writes;
-  double seen[2] = {double(reads), double(writes)};
+  // Counters: level 0 sees every sample; level l sees what level l-1 missed. Rounded per kind,
+  // hits take the rest, so each level adds up to exactly what it saw.
+  uint64_t seen[2] = {0, 0};
+  for (auto& [ip, x] : ins) seen[0] += x.reads, seen[1] += x.writes;
   for (size_t l = 0; l < nl; ++l) {
-    double missed[2] = {0, 0};
+    uint64_t missed[2] = {0, 0};
     for (int kd = kComp; kd < kKinds; ++kd)
       for (int rw = 0; rw < 2; ++rw) {
-        double v = std::min(by_kind[l][kd][rw], seen[rw] - missed[rw]);
-        p.counters[l].by_kind[kd][rw] = round_u(v);
+        uint64_t v = std::min(round_u(by_kind[l][kd][rw]), seen[rw] - missed[rw]);
+        p.counters[l].by_kind[kd][rw] = v;
         missed[rw] += v;
       }
     for (int rw = 0; rw < 2; ++rw) {
-      p.counters[l].by_kind[kHit][rw] = round_u(seen[rw] - missed[rw]);
+      p.counters[l].by_kind[kHit][rw] = seen[rw] - missed[rw];
       seen[rw] = missed[rw];
     }
   }

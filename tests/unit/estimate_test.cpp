@@ -3,7 +3,10 @@
 // fixed twins and the control.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "analysis/analysis.h"
 #include "analysis/estimate.h"
@@ -156,7 +159,8 @@ TEST(Estimate, ExactProfilesAreLeftAlone) {
   p.meta.mode = uint32_t(profile::Mode::Exact);
   ASSERT_TRUE(estimate(p).ok());
   EXPECT_TRUE(p.instructions.empty());
-  EXPECT_TRUE(p.counters.empty());
+  EXPECT_TRUE(p.lines.empty());
+  for (const auto& c : p.counters) EXPECT_EQ(c.by_kind[0][0], 0u);
 }
 
 TEST(Estimate, InconsistentCapturesAreAnError) {
@@ -183,18 +187,42 @@ TEST(Estimate, SupportAndProvenanceNameTheirSources) {
   EXPECT_NE(provenance(p, a.findings[0]).find("window"), std::string::npos);
 }
 
-// Writes the soft golden input (tests/golden/soft_false_sharing_alloc.data) when asked.
-TEST(Estimate, WritesGoldenInputWhenAsked) {
-  const char* dir = std::getenv("WHYMISS_WRITE_SOFT_GOLDEN");
-  if (!dir) GTEST_SKIP() << "set WHYMISS_WRITE_SOFT_GOLDEN=DIR to regenerate the soft golden inputs";
+// The soft golden inputs (tests/golden/soft_*.data) are what this generator writes: small runs
+// so the files stay small. WHYMISS_WRITE_SOFT_GOLDEN=1 rewrites them after an intended change.
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+TEST(Estimate, GoldenInputsAreWhatTheGeneratorWrites) {
   SamplerConfig c;
-  c.window_every = 256;
+  c.window_every = 32;
   c.window_captures = 64;
-  Workload w = testing::false_sharing_alloc(false);
-  w.accesses = 200000;
-  profile::Profile p = testing::sampled_profile(w, c);
-  p.notes.push_back({1, "hardware breakpoints do not fire here: windows captured with int3"});
-  ASSERT_TRUE(profile::write_profile(std::string(dir) + "/soft_false_sharing_alloc.data", p).ok());
+  Workload fs = testing::false_sharing_alloc(false);
+  fs.accesses = 200000;
+  Workload ca = testing::conflict_alloc(false);
+  ca.accesses = 100 * 256 * 16;
+  std::vector<std::pair<std::string, profile::Profile>> inputs;
+  inputs.push_back({"soft_false_sharing_alloc", testing::sampled_profile(fs, c)});
+  profile::Profile& p = inputs.back().second;
+  p.meta.discarded[uint32_t(profile::DiscardReason::Clobbered)] = 3;
+  p.notes.push_back({1, "hardware breakpoints do not fire on this machine: windows captured with int3"});
+  inputs.push_back({"soft_conflict_alloc", testing::sampled_profile(ca, c)});
+  const std::string dir = std::string(WHYMISS_SOURCE_DIR) + "/tests/golden/";
+  const std::string tmp = std::string(WHYMISS_BINARY_DIR) + "/estimate_test_golden.data";
+  for (auto& [name, prof] : inputs) {
+    const std::string golden = dir + name + ".data";
+    if (std::getenv("WHYMISS_WRITE_SOFT_GOLDEN")) {
+      ASSERT_TRUE(profile::write_profile(golden, prof).ok());
+      continue;
+    }
+    ASSERT_TRUE(profile::write_profile(tmp, prof).ok());
+    EXPECT_EQ(slurp(tmp), slurp(golden)) << name << ".data differs from what the generator writes; "
+                                         << "rerun with WHYMISS_WRITE_SOFT_GOLDEN=1 and regenerate its reports";
+  }
+  std::remove(tmp.c_str());
 }
 
 }  // namespace

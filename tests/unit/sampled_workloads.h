@@ -57,6 +57,7 @@ inline profile::Profile sampled_profile(const Workload& w, const SamplerConfig& 
   p.command = "synthetic";
   p.geometry = default_geometry();
   p.geometry_source = "default";
+  p.counters.resize(p.geometry.levels.size());  // zero until estimate(); the reader wants one per level
   p.objects = w.objects;
   const uint32_t first = w.main_idle ? 1 : 0;
   auto time_of = [&](uint32_t t, uint64_t i) { return i * w.threads + (t - first); };
