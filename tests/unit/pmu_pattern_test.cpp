@@ -1,16 +1,23 @@
 // Workload patterns as PEBS and IBS would report them, through the whole sampled path: one
 // kernel-layout ring per thread -> RingReader -> Decoder -> SampleRecords with thread indices
-// (as the runtime's sink assigns them). The assertions are the evidence the estimator's rules
-// (analysis/estimate.h, EstimateKnobs) turn into the finding exact mode gives for the same
-// program: false sharing = >= min_threads_for_sharing threads missing on one line with writes
-// to disjoint words (HITM where the hardware says so); conflict = one instruction's misses
-// concentrated in <= 2*ways sets while touching more lines than the set has ways.
+// and heap objects (as the runtime's sink assigns them). Two layers of assertions:
+//  - the evidence itself (same line, disjoint words, writers, HITM; one instruction, one set,
+//    more lines than ways, footprint below L1);
+//  - down to findings: the samples go into a pmu profile, through the profile file, then
+//    analysis::estimate() and analyze(), and the top finding must be the kind, origin and level
+//    exact mode reports for the same program (false sharing / conflict, application /
+//    allocator, at L1), with a fixed twin that must not be reported as a conflict.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <map>
 #include <set>
+#include <string>
 #include <vector>
 
+#include "analysis/analysis.h"
 #include "analysis/estimate.h"
 #include "model/geometry.h"
 #include "pmu_synth.h"
@@ -36,14 +43,19 @@ struct Access {
 };
 
 // What the runtime's sink does: thread ids become indices in order of first sample.
+// Heap objects are looked up by address, as the runtime's object store does.
 struct Collector {
   std::map<uint32_t, uint32_t> index;
   std::vector<SampleRecord> samples;
+  const std::vector<profile::ObjectRecord>* objects = nullptr;
   static void fn(void* c, uint32_t tid, const SampleRecord& r) {
     auto* self = static_cast<Collector*>(c);
     auto it = self->index.emplace(tid, static_cast<uint32_t>(self->index.size())).first;
     SampleRecord s = r;
     s.thread = it->second;
+    if (self->objects)
+      for (const auto& o : *self->objects)
+        if (s.addr >= o.start && s.addr < o.start + o.size) s.object = o.serial;
     self->samples.push_back(s);
   }
 };
@@ -91,8 +103,10 @@ std::vector<uint8_t> ibs_record(const Access& a, uint64_t t, uint64_t period) {
 // Writes each thread's accesses into its own ring (with a throttle pair in the middle),
 // draining as the runtime would every 32 records, returns the samples and the summed counters.
 std::vector<SampleRecord> run(profile::SampleSource src, const std::vector<Access>& accesses,
-                              DecoderCounters* total) {
+                              DecoderCounters* total,
+                              const std::vector<profile::ObjectRecord>* objects = nullptr) {
   Collector col;
+  col.objects = objects;
   std::map<uint32_t, std::vector<Access>> by_thread;
   for (const Access& a : accesses) by_thread[a.tid].push_back(a);
   *total = DecoderCounters{};
@@ -234,6 +248,124 @@ INSTANTIATE_TEST_SUITE_P(Sources, PmuPattern,
                          [](const auto& p) {
                            return std::string(p.param == profile::SampleSource::Pebs ? "Pebs" : "Ibs");
                          });
+
+}  // namespace
+}  // namespace whymiss::pmu
+
+// ---- down to findings: decoded samples -> profile file -> estimate() -> analyze() ----
+namespace whymiss::pmu {
+namespace {
+
+using analysis::Kind;
+using analysis::Origin;
+
+profile::ObjectRecord heap_object(uint64_t serial, uint64_t start, uint64_t size, uint32_t thread) {
+  profile::ObjectRecord o{};
+  o.serial = serial;
+  o.start = start;
+  o.size = size;
+  o.alloc_thread = thread;
+  o.site = profile::kNoSite;
+  return o;
+}
+
+// What the pmu collector writes: mode, source, samples and the objects it saw. Goes through the
+// profile file format (as `whymiss report` would read it), then the estimator and the analysis.
+analysis::Analysis findings(profile::SampleSource src, const std::vector<Access>& accesses,
+                            const std::vector<profile::ObjectRecord>& objects) {
+  DecoderCounters c;
+  profile::Profile p;
+  p.samples = run(src, accesses, &c, &objects);
+  p.meta.mode = uint32_t(profile::Mode::Pmu);
+  p.meta.sample_source = uint32_t(src);
+  p.meta.samples = p.samples.size();
+  p.meta.sample_period_ns = c.samples ? c.period_sum / c.samples : 0;
+  p.meta.exited = 1;
+  std::set<uint32_t> threads;
+  for (const auto& s : p.samples) threads.insert(s.thread);
+  p.meta.threads_seen = threads.size();
+  p.command = "synthetic pmu stream";
+  p.geometry = default_geometry();
+  p.geometry_source = "default";
+  p.counters.resize(p.geometry.levels.size());
+  p.objects = objects;
+  std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  for (char& ch : name)
+    if (ch == '/') ch = '_';
+  const std::string path = ::testing::TempDir() + "pmu_pattern_" + std::to_string(getpid()) + "_" +
+                           name + ".data";
+  Status w = profile::write_profile(path, p);
+  EXPECT_TRUE(w.ok()) << w.error();
+  auto back = profile::read_profile(path);
+  std::remove(path.c_str());
+  EXPECT_TRUE(back.ok()) << back.error();
+  if (!back.ok()) return {};
+  EXPECT_EQ(back->samples.size(), p.samples.size());
+  Status e = analysis::estimate(*back);
+  EXPECT_TRUE(e.ok()) << e.error();
+  return analysis::analyze(*back);
+}
+
+void expect_top(const analysis::Analysis& a, Kind kind, Origin origin, int level) {
+  ASSERT_FALSE(a.findings.empty()) << (a.notes.empty() ? "no notes" : a.notes[0]);
+  EXPECT_STREQ(analysis::kind_name(a.findings[0].kind), analysis::kind_name(kind));
+  EXPECT_STREQ(analysis::origin_name(a.findings[0].origin), analysis::origin_name(origin));
+  EXPECT_EQ(a.findings[0].level, level);
+}
+
+// Exact mode on this program: false sharing at L1, the application's (one array of counters).
+TEST_P(PmuPattern, FalseSharingInOneObjectIsTheApplications) {
+  std::vector<profile::ObjectRecord> objs = {heap_object(1, 0x7f0000001000, 64, 0)};
+  auto a = findings(GetParam(), false_sharing(), objs);
+  expect_top(a, Kind::FalseSharing, Origin::Application, 0);
+  ASSERT_FALSE(a.findings.empty());
+  EXPECT_EQ(a.findings[0].line_addr, 0x7f0000001000u);
+  EXPECT_EQ(a.findings[0].line_threads.size(), 2u);
+}
+
+// The same accesses, but each counter is its own 8-byte heap object allocated by the thread
+// that uses it, and the allocator put both in one line: exact mode blames the allocator.
+TEST_P(PmuPattern, FalseSharingAcrossThreadsObjectsIsTheAllocators) {
+  std::vector<profile::ObjectRecord> objs = {heap_object(1, 0x7f0000001000, 8, 0),
+                                             heap_object(2, 0x7f0000001008, 8, 1)};
+  expect_top(findings(GetParam(), false_sharing(), objs), Kind::FalseSharing, Origin::Allocator, 0);
+}
+
+std::vector<Access> column_walk(uint64_t base) {
+  std::vector<Access> v;
+  for (int rep = 0; rep < 10; ++rep)
+    for (uint64_t k = 0; k < 24; ++k) v.push_back({301, 0x401200, base + k * 8192, false, Access::L2Hit});
+  return v;
+}
+
+// Exact mode: conflict misses at L1 caused by the application's 8 KiB row stride.
+TEST_P(PmuPattern, SingleSetColumnWalkIsAnApplicationConflict) {
+  std::vector<profile::ObjectRecord> objs = {heap_object(1, 0x7f1000000000, 24 * 8192, 0)};
+  expect_top(findings(GetParam(), column_walk(0x7f1000000000), objs), Kind::Conflict,
+             Origin::Application, 0);
+}
+
+// 24 separate heap objects the allocator placed 8 KiB apart (same offset in the set period):
+// exact mode blames the allocator.
+TEST_P(PmuPattern, SingleSetAcrossHeapObjectsIsAnAllocatorConflict) {
+  std::vector<profile::ObjectRecord> objs;
+  for (uint64_t k = 0; k < 24; ++k) objs.push_back(heap_object(k + 1, 0x7f1000000000 + k * 8192, 64, 0));
+  auto a = findings(GetParam(), column_walk(0x7f1000000000), objs);
+  expect_top(a, Kind::Conflict, Origin::Allocator, 0);
+  ASSERT_FALSE(a.findings.empty());
+  EXPECT_GE(a.findings[0].objects.size(), 2u);
+}
+
+// The fixed twin: rows padded by one line spread the walk over 24 sets. Even if the hardware
+// still reported L1 misses for it, they are not concentrated in a set: no conflict finding.
+TEST_P(PmuPattern, PaddedColumnWalkIsNoConflict) {
+  std::vector<Access> v;
+  for (int rep = 0; rep < 10; ++rep)
+    for (uint64_t k = 0; k < 24; ++k)
+      v.push_back({301, 0x401200, 0x7f1000000000 + k * (8192 + 64), false, Access::L2Hit});
+  auto a = findings(GetParam(), v, {});
+  for (const auto& f : a.findings) EXPECT_NE(f.kind, Kind::Conflict);
+}
 
 }  // namespace
 }  // namespace whymiss::pmu
