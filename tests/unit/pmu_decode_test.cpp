@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "pmu_synth.h"
+#include "runtime/pmu/account.h"
 #include "runtime/pmu/levels.h"
 #include "runtime/pmu/plan.h"
 #include "runtime/pmu/sample.h"
@@ -309,6 +310,36 @@ TEST(PmuDecoder, RejectsConfigurationsItCannotServe) {
   cfg.levels = 3;
   EXPECT_FALSE(Decoder::make(cfg, SampleSink{}).ok());
   EXPECT_TRUE(Decoder::make(cfg, sink).ok());
+}
+
+}  // namespace
+}  // namespace whymiss::pmu
+
+namespace whymiss::pmu {
+namespace {
+
+TEST(PmuAccount, MetaAndNoteSayHowCompleteTheSampleIs) {
+  Plan plan;
+  plan.backend = Backend::AmdIbs;
+  plan.period = 0x40000;
+  DecoderCounters d;
+  d.samples = 1000; d.kept = 970; d.not_memory = 10; d.no_address = 15; d.kernel = 5;
+  d.period_sum = 1000 * 0x40000ull; d.lost = 3; d.throttles = 2; d.throttled_ns = 1500000;
+  profile::MetaRecord m{};
+  fill_meta(plan, d, &m);
+  EXPECT_EQ(m.mode, uint32_t(profile::Mode::Pmu));
+  EXPECT_EQ(m.sample_source, uint32_t(profile::SampleSource::Ibs));
+  EXPECT_EQ(m.samples, 1000u);
+  EXPECT_EQ(m.sample_period_ns, 0x40000u);
+  EXPECT_EQ(m.discarded[uint32_t(profile::DiscardReason::NotMemory)], 10u);
+  EXPECT_EQ(m.discarded[uint32_t(profile::DiscardReason::NoDecode)], 20u);
+  std::string s = describe(d, RingCounters{});
+  EXPECT_EQ(s, "pmu sampling kept 970 of 1000 samples (10 not memory operations, 15 without a data "
+               "address, 5 in the kernel); the kernel lost 3 records (rings full) and throttled "
+               "sampling 2 times for 1.5 ms");
+  DecoderCounters clean;
+  clean.samples = clean.kept = 5;
+  EXPECT_EQ(describe(clean, RingCounters{}), "");
 }
 
 }  // namespace

@@ -19,7 +19,9 @@ namespace whymiss::pmu {
 struct Detection {
   bool available = false;
   Backend backend = Backend::None;  // what was found, even when it cannot be opened
-  std::string reason;               // one sentence saying what was chosen or why not
+  // What was chosen or why not: one clause without a final period, meant to follow e.g.
+  // "whymiss: using soft mode: " or "whymiss: pmu mode: ".
+  std::string reason;
   Plan plan;                        // valid when available
   int paranoid = -1;                // /proc/sys/kernel/perf_event_paranoid, -1 unreadable
 };

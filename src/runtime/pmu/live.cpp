@@ -37,7 +37,7 @@ size_t page_size() {
 
 struct LiveSampler::Slot {
   std::atomic<uint32_t> state{kFree};
-  pid_t tid = 0;
+  std::atomic<pid_t> tid{0};  // read by retire_thread() while another thread opens the slot
   int fds[kMaxEvents] = {-1, -1, -1, -1};
   uint8_t* map = nullptr;
   size_t map_bytes = 0;
@@ -81,7 +81,7 @@ int LiveSampler::open_for_thread(pid_t tid) {
       s = &slots_[i];
   }
   if (!s) return ENOSPC;
-  s->tid = tid;
+  s->tid.store(tid, std::memory_order_relaxed);
   const uint64_t period = thread_period(plan_, static_cast<uint32_t>(tid), seed_);
   DecoderConfig cfg = dcfg_;
   int err = 0, leader = -1, output = -1;
@@ -130,7 +130,9 @@ void LiveSampler::retire_thread(pid_t tid) {
   for (uint32_t i = 0; i < nslots_; ++i) {
     Slot& s = slots_[i];
     uint32_t expect = kLive;
-    if (s.tid == tid && s.state.compare_exchange_strong(expect, kRetiring)) return;
+    if (s.tid.load(std::memory_order_relaxed) == tid &&
+        s.state.compare_exchange_strong(expect, kRetiring))
+      return;
   }
 }
 
