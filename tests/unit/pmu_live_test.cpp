@@ -123,3 +123,63 @@ TEST(PmuLive, KernelWrittenRingsDecodeToTheAccessesMade) {
 
 }  // namespace
 }  // namespace whymiss::pmu
+
+namespace whymiss::pmu {
+namespace {
+
+// The IBS sample format (RAW, PERIOD, IDENTIFIER) as the kernel lays it out: a software event
+// carries an empty raw field (a u32 size of 4 and four zero bytes), which is enough to check
+// where every field sits. Opened directly so each record reaches parse_sample().
+TEST(PmuLive, KernelWrittenIbsFormatParses) {
+  Plan p;
+  p.backend = Backend::AmdIbs;
+  p.event_count = 1;
+  p.events[0].type = PERF_TYPE_SOFTWARE;
+  p.events[0].config = PERF_COUNT_SW_PAGE_FAULTS;
+  p.events[0].role = Role::Ops;
+  p.sample_type = kIbsSampleType;
+  p.period = 1;
+  p.ring_pages = 2;
+  perf_event_attr a;
+  fill_attr(p, 0, 1, &a);
+  a.exclude_kernel = a.exclude_hv = 1;
+  const pid_t tid = self_tid();
+  long fd = syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0 && (errno == EACCES || errno == EPERM)) GTEST_SKIP() << "perf_event_open not permitted here";
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  const long page = sysconf(_SC_PAGESIZE);
+  const size_t map_bytes = page * (1 + p.ring_pages);
+  void* m = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, static_cast<int>(fd), 0);
+  ASSERT_NE(m, MAP_FAILED);
+  auto* mem = static_cast<uint8_t*>(
+      mmap(nullptr, page * 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(mem, MAP_FAILED);
+  for (int i = 0; i < 16; ++i) *reinterpret_cast<volatile uint8_t*>(mem + i * page) = 1;
+  struct Check {
+    pid_t tid;
+    int samples = 0, bad = 0;
+    static void fn(void* c, const uint8_t* rec, size_t size) {
+      auto* self = static_cast<Check*>(c);
+      perf_event_header h;
+      std::memcpy(&h, rec, sizeof h);
+      if (h.type != PERF_RECORD_SAMPLE) return;
+      RawSample s;
+      ++self->samples;
+      if (!parse_sample(kIbsSampleType, rec, size, &s) || s.tid != uint32_t(self->tid) ||
+          s.period != 1 || s.raw_size != 4 || s.raw[0] != 0)
+        ++self->bad;
+    }
+  } check{tid};
+  RingReader r;
+  ASSERT_TRUE(r.attach(static_cast<uint8_t*>(m), map_bytes, page));
+  std::vector<uint8_t> scratch(kMaxRecordBytes);
+  r.drain(Check::fn, &check, scratch.data());
+  munmap(mem, page * 16);
+  munmap(m, map_bytes);
+  close(static_cast<int>(fd));
+  EXPECT_GE(check.samples, 16);
+  EXPECT_EQ(check.bad, 0);
+}
+
+}  // namespace
+}  // namespace whymiss::pmu

@@ -4,12 +4,15 @@
 // synthetic rings.
 //
 // How the runtime wires it (libwhymiss-soft.so with WHYMISS_MODE=pmu):
-//   init(plan from WHYMISS_PMU_PLAN, levels, max_threads, seed, sink) at runtime start;
+//   init(parse_plan(getenv(kPlanEnv)), levels, max_threads, seed, sink) at runtime start; the
+//   sink maps the kernel tid to the runtime's thread index and fills SampleRecord::object from
+//   the object store, then appends to the runtime's sample table;
 //   open_for_thread(gettid()) in the thread-start hook of every thread (the main thread too);
 //   retire_thread(tid) in the thread-exit hook;
 //   drain() from the runtime's collector thread every few milliseconds (or when poll() on
 //   the fds reports the watermark), and close_all() at exit after that thread stopped;
-//   forget_after_fork() in the child of a fork (the rings belong to the parent's threads).
+//   forget_after_fork() in the child of a fork (the rings belong to the parent's threads);
+//   at the end, account.h: fill_meta(plan, decoder_totals(), &meta) and describe() as a note.
 // On any failure the thread is not sampled; the program runs on.
 #pragma once
 #include <sys/types.h>

@@ -44,6 +44,9 @@ inline constexpr uint64_t kIbsSampleType = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_
 // IBS op period limits: the hardware counts in units of 16 with a 16-bit max count.
 inline constexpr uint64_t kIbsMinPeriod = 0x100, kIbsMaxPeriod = 0xFFFF0;
 
+// The environment variable the CLI sets (plan_to_string) and the runtime reads (parse_plan).
+inline constexpr char kPlanEnv[] = "WHYMISS_PMU_PLAN";
+
 struct Plan {
   Backend backend = Backend::None;
   uint32_t event_count = 0;
