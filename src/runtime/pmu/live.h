@@ -1,7 +1,8 @@
 // The live pmu path, kept small: per-thread events with an mmap ring each, drained by one
-// thread of the runtime (no signal per sample). Nothing here is tested on machines without a
-// PMU beyond "open fails cleanly"; everything it calls (RingReader, Decoder) is tested with
-// synthetic rings.
+// thread of the runtime (no signal per sample). Without a PMU it is tested for real in two
+// ways (tests/unit/pmu_live_test.cpp): a plan the machine cannot serve fails cleanly, and the
+// whole path runs on a software event (page faults) that fills the same sample format; what it
+// calls (RingReader, Decoder) is also tested with synthetic PEBS and IBS rings.
 //
 // How the runtime wires it (libwhymiss-soft.so with WHYMISS_MODE=pmu):
 //   init(parse_plan(getenv(kPlanEnv)), levels, max_threads, seed, sink) at runtime start; the
