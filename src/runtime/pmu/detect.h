@@ -40,7 +40,10 @@ struct DetectEnv {
   bool (*encode)(const char* name, uint32_t* type, uint64_t* config, uint64_t* config1,
                  std::string* why) = nullptr;
   uint64_t period = 0;  // 0: the default for the backend
-  uint32_t ldlat = 30;  // PEBS load-latency threshold in cycles (loads slower than an L1 hit)
+  // PEBS load-latency threshold in cycles. 3 (the hardware minimum) samples loads regardless
+  // of where they hit, so that sampled accesses stand for all loads and miss ratios hold; a
+  // threshold above the L1 latency would sample misses only (more miss samples, biased ratios).
+  uint32_t ldlat = 3;
 };
 
 Detection detect(const DetectEnv& env = DetectEnv{});
