@@ -1,38 +1,77 @@
 // From the raw facts of a sampling collector (soft, pmu) to the per-instruction / per-line /
 // per-object records that analyze() reads, so that one analysis serves every mode.
 //
-// What each estimated number is (the report says so next to it):
-//  - accesses of an instruction = its samples (sampled; unit: samples, not executions);
-//  - pmu: misses by level = samples whose data source lies beyond that level (sampled);
-//  - soft: misses = samples x the instruction's miss ratio per level, modelled by replaying its
-//    captured windows through the simulator (conflict and short-reuse capacity) and, for lines
-//    a window sees first, by the reuse distance its samples imply (a sweep that comes back to
-//    the start of an object after D bytes misses in every level smaller than D);
-//  - kinds: replay outcome (windows), Algorithm 1 of CachePerf (set concentration vs footprint)
-//    where only samples exist, sharing from cross-thread captures/samples with word masks.
+// Units. Every estimated count is in samples: an instruction's accesses are its samples (soft:
+// each stands for sample_period_ns of its thread's CPU time, so they measure where time went);
+// its misses are samples x the modelled or sampled miss ratio. Counts are therefore comparable
+// within a profile (shares, ordering, the analysis' ratio filters) but are not event counts.
+//
+// Soft mode (task-clock samples, breakpoint windows):
+//  - Window replay: the captures of all windows whose [start, end] overlap form one cluster and
+//    are replayed, merged in time order, through a fresh simulator (the profile's geometry, one
+//    core per thread, LRU). Per instruction, the replay's outcome ratios per level (conflict,
+//    capacity, coherence) times its samples are its misses. A line the replay sees first is a
+//    compulsory miss of the replay, not of the program: its fate comes from reuse evidence.
+//  - Reuse evidence: per (thread, object) the sampled positions of an instruction (offset in its
+//    heap object; the address for other data). If the instruction sweeps forward (captures, or
+//    else samples, step forward more often than back), every backward step shows the sweep came
+//    back; the span it had covered since the previous backward step (bounded by the object's
+//    size) is a lower bound of the reuse distance, and the largest such span D makes the lines a
+//    window touched first capacity misses at every level smaller than D. Without that evidence
+//    they count as hits and are never blamed.
+//  - Only samples (no captures of the instruction): CachePerf's Algorithm 1 on the sampled
+//    lines per level: when a share >= set_concentration of its samples fall in sets holding more
+//    distinct sampled lines than ways while all its sampled lines fit in the level, that share
+//    misses by conflict; otherwise a sweep with span D > size misses by capacity once per line
+//    (ratio = operand size / line: unit stride assumed). Sparse samples undercount footprints, and
+//    a conflict whose footprint exceeds the level (a large column walk) reads as capacity.
+// PMU mode: misses per level are the samples whose data source lies beyond that level (sampled);
+//  their kind split comes from the window replay when the instruction has captures (share of
+//  conflict vs capacity per level), else from the rule above applied to its missing samples; a
+//  miss with no evidence of either is compulsory.
+// Sharing (both modes): a line sampled or captured by >= min_threads_for_sharing threads with a
+//  write among them. Per thread read/write byte masks come from sample and capture addresses and
+//  sizes; a coherence miss of thread t is true sharing when t's bytes overlap another thread's
+//  written bytes (or t writes bytes another thread uses), else false sharing. Coherence misses
+//  come from the window replay when captures of >= 2 threads touch the line; otherwise (soft)
+//  from replaying the samples on shared lines in time order through a multi-core simulator: a
+//  sample whose thread lost the line to another thread's sampled write since its own last sample
+//  is a coherence miss (fine-grained interleaving between samples is assumed, as for threads
+//  running at once); (pmu) every sample on the line that missed L1 is a coherence miss.
+// Objects: an instruction's misses are split over the heap objects its samples fell in.
 // Single-threaded by contract.
 #pragma once
 #include <cstdint>
+#include <string>
 
+#include "analysis/analysis.h"
 #include "model/profile.h"
 #include "model/result.h"
 
 namespace whymiss::analysis {
 
 struct EstimateKnobs {
-  uint32_t min_samples_per_instruction = 8;  // fewer: the instruction is not estimated
-  double set_concentration = 0.5;  // >= this share of misses in <= ways*2 sets: conflict
+  uint32_t min_samples_per_instruction = 8;  // fewer: its capacity/conflict misses are not modelled
+  double set_concentration = 0.5;  // share of samples in over-full sets that makes a conflict
   uint32_t min_threads_for_sharing = 2;
 };
 
 // Fills p.instructions, p.lines, p.objects' miss fields and p.counters from p.samples,
-// p.windows and p.captures. Exact-mode profiles are returned unchanged. Errors (one sentence)
-// when the sampled data is inconsistent (e.g. captures out of time order).
+// p.windows and p.captures (replacing what was there). Exact-mode profiles are returned
+// unchanged. Errors (one sentence) when the sampled data is inconsistent (captures out of time
+// order within a thread, a capture naming a missing window, a data source level out of range,
+// an invalid geometry).
 Status estimate(profile::Profile& p, const EstimateKnobs& k = {});
 
-// How many samples / windows / captures back a record, for "confidence" in the report.
+// How many samples / windows / captures back a finding (samples and captures of its
+// instructions, windows armed on them).
 struct Support {
   uint64_t samples = 0, windows = 0, captures = 0;
 };
+Support support(const profile::Profile& p, const Finding& f);
+
+// How the finding's numbers were obtained, e.g. "accesses sampled; misses modelled by window
+// replay". "counted" for exact profiles.
+std::string provenance(const profile::Profile& p, const Finding& f);
 
 }  // namespace whymiss::analysis

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "analysis/analysis.h"
+#include "analysis/estimate.h"
 #include "cli/args.h"
 #include "cli/elf_info.h"
 #include "cli/namer.h"
@@ -267,6 +268,9 @@ Status parse_report_opts(const ParsedArgs& a, ReportConfig* c) {
 int report(const ReportConfig& c, std::ostream& dest, std::ostream& err) {
   auto p = profile::read_profile(c.input);
   if (!p) return fail(err, p.error());
+  // Sampled profiles (soft, pmu) carry raw facts: turn them into the records the analysis reads.
+  if (p->meta.mode != uint32_t(profile::Mode::Exact))
+    if (auto st = analysis::estimate(*p); !st) return fail(err, c.input + ": " + st.error());
   analysis::Analysis a = analysis::analyze(*p);
   SymbolNamer names(*p);
   for (const auto& w : names.warnings()) a.notes.push_back(w);

@@ -49,6 +49,9 @@ inline constexpr int kDiscardReasons = 5;
 inline constexpr uint8_t kLevelUnknown = 0xFF;
 // SampleRecord / CaptureRecord flags.
 inline constexpr uint8_t kAccessRead = 1, kAccessWrite = 2;
+// SampleRecord flags of the pmu collector: the data came from another core's cache holding the
+// line modified (snoop HITM, the hardware's evidence of sharing), or from another node/socket.
+inline constexpr uint8_t kSampleHitm = 4, kSampleRemote = 8;
 enum class Section : uint32_t {
   Meta = 1, Levels, Counters, Strings, Modules, Threads, Instructions, Lines, Objects, Sites,
   // Sampling collectors (soft, pmu): raw facts, turned into the records above by

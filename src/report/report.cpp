@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "report/json.h"
+#include "report/sampled.h"
 
 namespace whymiss::report {
 namespace {
@@ -44,8 +45,14 @@ uint64_t accesses(const profile::CounterRecord& c) {
   return n;
 }
 
-std::string how(const profile::Profile& p) {
-  return p.meta.mode == uint32_t(profile::Mode::Exact) ? "counted" : "sampled";
+std::string how(const profile::Profile& p) { return sampled::how(p); }
+
+void json_collector_notes(JsonWriter& w, const profile::Profile& p) {
+  if (p.notes.empty()) return;
+  w.key("collector_notes").begin_array();
+  for (const auto& n : p.notes)
+    w.begin_object().field("severity", n.severity ? "warning" : "info").field("text", n.text).end_object();
+  w.end_array();
 }
 
 // What the report says of one object of a finding.
@@ -139,7 +146,11 @@ void write_json(std::ostream& out, const profile::Profile& p, const analysis::An
   w.end_array().end_object();
   w.field("threads", p.meta.threads_seen);
   if (p.meta.cores) w.field("cores", p.meta.cores); else w.field("cores", "one per thread");
-  w.key("totals").begin_object().field("accesses", p.meta.accesses);
+  if (sampled::is_sampled(p)) sampled::json_sampling(w, p);
+  json_collector_notes(w, p);
+  w.key("totals").begin_object();
+  if (sampled::is_sampled(p)) w.field("unit", "samples").field("accesses", uint64_t(p.samples.size()));
+  else w.field("accesses", p.meta.accesses);
   w.field("dropped_accesses", p.meta.dropped_accesses).field("dropped_records", p.meta.dropped_records);
   w.key("levels").begin_array();
   for (size_t l = 0; l < p.counters.size(); ++l) {
@@ -163,6 +174,7 @@ void write_json(std::ostream& out, const profile::Profile& p, const analysis::An
     w.field("level", p.geometry.levels[size_t(f.level)].name).field("misses", f.misses);
     w.field("share", f.share, 4).field("how", how(p));
     w.field("cost_cycles", f.cost, 0).field("cost_how", "modelled");
+    if (sampled::is_sampled(p)) sampled::json_support(w, p, f);
     w.key("instructions").begin_array();
     for (size_t j = 0; j < f.instructions.size() && j < o.max_instructions; ++j) {
       w.begin_object().field("ip", hex(f.instructions[j].ip));
@@ -235,17 +247,29 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
   const bool exact = p.meta.mode == uint32_t(profile::Mode::Exact);
   out << "whymiss report: " << mode_name(p.meta.mode) << " mode — "
       << (exact ? "every access counted by simulating the cache hierarchy\n"
-                : "numbers are estimates from samples\n");
+          : p.meta.mode == uint32_t(profile::Mode::Soft)
+              ? "accesses sampled, misses modelled (estimates in units of samples)\n"
+              : "accesses and misses sampled (estimates in units of samples)\n");
   out << "program: " << p.command;
   if (p.meta.exited) out << "  (exit " << p.meta.exit_code << ")";
   else if (p.meta.term_signal) out << "  (killed by signal " << p.meta.term_signal << ")";
-  out << "\nthreads: " << p.meta.threads_seen << ", simulated cores: "
-      << (p.meta.cores ? std::to_string(p.meta.cores) : std::string("one per thread")) << "\n";
+  out << "\nthreads: " << p.meta.threads_seen;
+  if (exact)
+    out << ", simulated cores: " << (p.meta.cores ? std::to_string(p.meta.cores) : std::string("one per thread"));
+  out << "\n";
   out << "cache: " << p.geometry.to_spec() << " (" << p.geometry_source << ")\n";
-  out << "accesses: " << thousands(p.meta.accesses) << " " << how(p);
-  if (p.meta.dropped_accesses) out << ", " << thousands(p.meta.dropped_accesses) << " not recorded";
-  out << "\n\n";
+  if (exact) {
+    out << "accesses: " << thousands(p.meta.accesses) << " " << how(p);
+    if (p.meta.dropped_accesses) out << ", " << thousands(p.meta.dropped_accesses) << " not recorded";
+    out << "\n";
+  } else {
+    sampled::text_header(out, p);
+  }
+  for (const auto& n : p.notes) out << "collector " << (n.severity ? "warning" : "note") << ": " << n.text << "\n";
+  out << "\n";
   char b[256];
+  if (!exact) sampled::text_levels(out, p);
+  if (exact) {
   std::snprintf(b, sizeof b, "%-5s %14s %12s %7s %11s %10s %10s %9s %9s\n", "level", "accesses",
                 "misses", "ratio", "compulsory", "capacity", "conflict", "true-sh", "false-sh");
   out << b;
@@ -259,19 +283,25 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
                   thousands(sum_kind(c, 4)).c_str(), thousands(sum_kind(c, 5)).c_str());
     out << b;
   }
+  }
   out << "\n";
   if (a.findings.empty()) out << "No significant cache problem found.\n";
   else out << "Findings, most costly first (cost = misses x modelled stall cycles):\n";
   for (size_t i = 0; i < a.findings.size() && i < o.max_findings; ++i) {
     const Finding& f = a.findings[i];
     out << "\n" << i + 1 << ". " << upper(analysis::kind_name(f.kind)) << " ("
-        << analysis::origin_name(f.origin) << ") at " << p.geometry.levels[size_t(f.level)].name
-        << ": " << thousands(f.misses) << " misses, " << pct(f.share) << " of "
-        << p.geometry.levels[size_t(f.level)].name << " misses [" << how(p) << "]\n";
+        << analysis::origin_name(f.origin) << ") at " << p.geometry.levels[size_t(f.level)].name << ": ";
+    if (exact)
+      out << thousands(f.misses) << " misses, " << pct(f.share) << " of "
+          << p.geometry.levels[size_t(f.level)].name << " misses [" << how(p) << "]\n";
+    else
+      out << sampled::text_finding_head(p, f) << "\n   support: " << sampled::text_support(p, f) << "\n";
     for (size_t j = 0; j < f.instructions.size() && j < o.max_instructions; ++j) {
       const auto& ins = f.instructions[j];
       out << "   code: " << where(n.code(ins.ip)) << "  [" << hex(ins.ip) << ", "
-          << thousands(ins.misses) << " misses]\n";
+          << (exact ? thousands(ins.misses) + " misses]\n"
+                    : sampled::approx_pct(f.misses ? double(ins.misses) / double(f.misses) : 0) +
+                          " of the finding's misses]\n");
     }
     for (size_t j = 0; j < f.objects.size() && j < o.max_objects; ++j) {
       ObjectView v = view(f.objects[j], p, n);
@@ -303,6 +333,8 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
     std::ostringstream ev;
     for (const auto& e : f.evidence) {
       if (e.key == "false_sharing_misses" || e.key == "true_sharing_misses" || e.key == "misses_at_level") continue;
+      // Modelled per-level counts would look more precise than they are.
+      if (!exact && e.key.find("_capacity_conflict") != std::string::npos) continue;
       ev << (ev.tellp() ? "; " : "") << e.key << " " << e.text;
     }
     if (ev.tellp()) out << "   evidence: " << ev.str() << "\n";
@@ -313,14 +345,18 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
   for (const auto& sl : lines) shown += sl.misses[0][0] > 0;
   if (shown) {
     out << "\nSource lines by " << p.geometry.levels[0].name << " misses [" << how(p) << "]:\n";
-    std::snprintf(b, sizeof b, "%14s %12s %12s  %s\n", "accesses", p.geometry.levels[0].name.c_str(),
-                  p.geometry.levels.back().name.c_str(), "line");
+    std::snprintf(b, sizeof b, "%14s %12s %12s  %s\n", exact ? "accesses" : "samples",
+                  p.geometry.levels[0].name.c_str(), p.geometry.levels.back().name.c_str(), "line");
     out << b;
     for (size_t i = 0; i < lines.size() && i < o.max_text_lines && lines[i].misses[0][0]; ++i) {
       const SourceLine& sl = lines[i];
-      std::snprintf(b, sizeof b, "%14s %12s %12s  ", thousands(sl.accesses[0] + sl.accesses[1]).c_str(),
-                    thousands(sl.misses[0][0]).c_str(),
-                    thousands(sl.misses[p.geometry.levels.size() - 1][0]).c_str());
+      const uint64_t acc = sl.accesses[0] + sl.accesses[1];
+      const uint64_t last = sl.misses[p.geometry.levels.size() - 1][0];
+      // Sampled profiles: miss ratios of the line's samples, rounded.
+      std::snprintf(b, sizeof b, "%14s %12s %12s  ", thousands(acc).c_str(),
+                    exact ? thousands(sl.misses[0][0]).c_str()
+                          : sampled::approx_pct(acc ? double(sl.misses[0][0]) / double(acc) : 0).c_str(),
+                    exact ? thousands(last).c_str() : sampled::approx_pct(acc ? double(last) / double(acc) : 0).c_str());
       out << b << where(sl.loc) << "\n";
     }
   }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "analysis/analysis.h"
+#include "analysis/estimate.h"
 #include "model/profile.h"
 #include "report/report.h"
 
@@ -42,6 +43,8 @@ TEST_P(Golden, ReportMatches) {
   const std::string base = std::string(WHYMISS_SOURCE_DIR) + "/tests/golden/" + GetParam();
   auto p = profile::read_profile(base + ".data");
   ASSERT_TRUE(p.ok()) << p.error();
+  auto st = analysis::estimate(*p);  // sampled profiles; exact ones are left alone
+  ASSERT_TRUE(st.ok()) << st.error();
   analysis::Analysis a = analysis::analyze(*p);
   for (report::Format fmt : {report::Format::Text, report::Format::Json}) {
     FixedNamer names;
@@ -63,6 +66,9 @@ TEST_P(Golden, ReportMatches) {
 INSTANTIATE_TEST_SUITE_P(Recorded, Golden,
                          ::testing::Values("false_sharing_alloc", "conflict_alloc", "capacity",
                                            "true_sharing", "control"));
+// Synthetic soft-mode profiles (written by estimate_test with WHYMISS_WRITE_SOFT_GOLDEN=DIR).
+INSTANTIATE_TEST_SUITE_P(Sampled, Golden,
+                         ::testing::Values("soft_false_sharing_alloc", "soft_conflict_alloc"));
 
 }  // namespace
 }  // namespace whymiss

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 
@@ -83,6 +84,78 @@ TEST_F(ProfileFile, RoundTrips) {
   EXPECT_EQ(r->sites[0].frames[0], 0x401000u);
   // Written atomically: no temporary file is left beside it.
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+}
+
+TEST_F(ProfileFile, SamplingSectionsRoundTrip) {
+  Profile p = sample();
+  p.meta.mode = uint32_t(Mode::Soft);
+  p.meta.samples = 3;
+  p.meta.sample_period_ns = 250000;
+  p.meta.capture_backend = uint32_t(CaptureBackend::Int3);
+  p.meta.sample_source = uint32_t(SampleSource::TaskClock);
+  p.meta.discarded[uint32_t(DiscardReason::Clobbered)] = 5;
+  p.meta.discarded[uint32_t(DiscardReason::BufferFull)] = 9;
+  for (uint32_t i = 0; i < 3; ++i) {
+    SampleRecord s{};
+    s.time_ns = 1000 + i;
+    s.ip = 0x401000 + i;
+    s.addr = 0x7f0000000000 + 8 * i;
+    s.object = i;
+    s.thread = i % 2;
+    s.size = 8;
+    s.flags = i ? kAccessWrite : kAccessRead;
+    s.level = i == 2 ? kLevelUnknown : uint8_t(i);
+    s.weight = 250000 + i;
+    p.samples.push_back(s);
+  }
+  WindowRecord w{};
+  w.ip = 0x401001;
+  w.start_ns = 2000;
+  w.end_ns = 3000;
+  w.captures = 2;
+  w.dropped = 1;
+  w.reason = 1;
+  p.windows.push_back(w);
+  for (uint32_t i = 0; i < 2; ++i) {
+    CaptureRecord c{};
+    c.time_ns = 2100 + i;
+    c.ip = 0x401001;
+    c.addr = 0x7f0000001000 + 64 * i;
+    c.object = 7;
+    c.thread = 1;
+    c.window = 0;
+    c.size = 4;
+    c.flags = kAccessRead | kAccessWrite;
+    p.captures.push_back(c);
+  }
+  p.notes.push_back({1, "breakpoints unavailable: no windows"});
+  p.notes.push_back({0, "second note"});
+  ASSERT_TRUE(write_profile(path_, p).ok());
+  auto r = read_profile(path_);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->meta.mode, uint32_t(Mode::Soft));
+  EXPECT_EQ(r->meta.samples, 3u);
+  EXPECT_EQ(r->meta.sample_period_ns, 250000u);
+  EXPECT_EQ(r->meta.capture_backend, uint32_t(CaptureBackend::Int3));
+  EXPECT_EQ(r->meta.sample_source, uint32_t(SampleSource::TaskClock));
+  EXPECT_EQ(r->meta.discarded[uint32_t(DiscardReason::Clobbered)], 5u);
+  EXPECT_EQ(r->meta.discarded[uint32_t(DiscardReason::BufferFull)], 9u);
+  ASSERT_EQ(r->samples.size(), 3u);
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(std::memcmp(&r->samples[i], &p.samples[i], sizeof(SampleRecord)), 0) << "sample " << i;
+  ASSERT_EQ(r->windows.size(), 1u);
+  EXPECT_EQ(std::memcmp(&r->windows[0], &w, sizeof w), 0);
+  ASSERT_EQ(r->captures.size(), 2u);
+  for (size_t i = 0; i < 2; ++i)
+    EXPECT_EQ(std::memcmp(&r->captures[i], &p.captures[i], sizeof(CaptureRecord)), 0) << "capture " << i;
+  ASSERT_EQ(r->notes.size(), 2u);
+  EXPECT_EQ(r->notes[0].severity, 1u);
+  EXPECT_EQ(r->notes[0].text, "breakpoints unavailable: no windows");
+  EXPECT_EQ(r->notes[1].severity, 0u);
+  EXPECT_EQ(r->notes[1].text, "second note");
+  // The exact-mode sections beside them are intact.
+  EXPECT_EQ(r->command, "./prog --flag");
+  EXPECT_EQ(r->objects[0].serial, 7u);
 }
 
 TEST_F(ProfileFile, TruncatedFileIsRejected) {
