@@ -1,0 +1,94 @@
+// The capture stage of the sampling collectors (soft, pmu): CachePerf's fine-grained sampling
+// rebuilt on debug registers. Hot memory instructions (chosen from the task-clock or PMU
+// samples) get an execution breakpoint (perf PERF_TYPE_BREAKPOINT, HW_BREAKPOINT_X) in every
+// thread for a bounded window; each hit fires before the instruction runs, so the registers give
+// its exact address. Lines sampled by two or more threads with a write among them get data
+// watchpoints (HW_BREAKPOINT_RW, 8 bytes) in the threads, bounded in hits and time, to observe
+// the cross-thread interleaving on the line. What it records becomes the profile's Windows and
+// Captures sections (model/profile.h), which analysis::estimate() replays.
+//
+// Division of labour with the runtime that owns the process (soft/runtime.cpp):
+//  - the runtime owns the one real-time signal every perf event of whymiss delivers (F_SETSIG,
+//    F_SETOWN_EX to the owning thread) and its handler; the handler offers each signal to
+//    on_signal() first (si_fd tells the events apart);
+//  - the runtime calls add_thread()/remove_thread() from its thread hooks, note_sample() from its
+//    sampling path, tick() from its collector thread (all signals blocked there), and stop() and
+//    the exports at the end.
+// Contracts: init() is the only function that may fail to set up; afterwards nothing allocates
+// from the heap (tables are mmap'ed at init), nothing takes a lock that a signal handler could
+// need while its holder is interrupted, and every failure to open or arm an event is counted and
+// skipped: the program runs on. on_signal() and note_sample() are async-signal-safe and
+// lock-free; tick() is called by one thread at a time; errno is preserved by every entry point.
+#pragma once
+#include <signal.h>
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "model/profile.h"
+#include "runtime/soft/decode.h"
+
+namespace whymiss::soft::capture {
+
+struct Config {
+  int signo = 0;                      // the runtime's signal (F_SETSIG) for every event opened here
+  uint32_t max_threads = 4096;        // threads tracked at once
+  uint32_t slots = 4;                 // debug registers used per thread (x86-64 has 4)
+  uint32_t captures_per_window = 256; // executions captured per window and thread, then disabled
+  uint64_t window_ns = 20'000'000;    // a window expires after this long even if not full
+  uint64_t min_samples = 4;           // an instruction needs this many samples to be armed
+  uint32_t max_windows = 8192;        // windows recorded over the run (then no new ones)
+  uint32_t max_captures = 1u << 20;   // capture records over the run (then dropped, counted)
+  bool watchpoints = true;            // the sharing stage (data watchpoints on shared lines)
+};
+
+// Looks up the heap object containing addr (serial, 0 if none); async-signal-safe.
+using ObjectLookup = uint64_t (*)(uint64_t addr);
+
+// Maps the tables. Returns 0 or an errno value (then the stage stays off; the runtime notes it).
+int init(const Config& c, ObjectLookup lookup);
+
+// Thread tracking. add_thread from the thread itself at its start (after the runtime gave it an
+// index); remove_thread from the thread itself when it exits (closes its events).
+int add_thread(pid_t tid, uint32_t thread_index);
+void remove_thread(pid_t tid);
+
+// The sampling path reports each kept sample (ip, addr, size, flags, thread); feeds the choice of
+// hot instructions and of shared lines. Async-signal-safe, lock-free, bounded memory.
+void note_sample(const profile::SampleRecord& s);
+
+// One scheduling step at time now_ns (CLOCK_MONOTONIC): ends expired or full windows, closes
+// their events, and arms new windows on the hottest instructions / shared lines not recently
+// captured. Called every few milliseconds from the runtime's collector thread.
+void tick(uint64_t now_ns);
+
+// Offered every signal of the runtime's signal number. Returns true when si->si_fd is one of
+// this stage's events (the capture was recorded or dropped and counted); false otherwise (not
+// ours: the runtime handles it). `regs` is the interrupted thread's register view; `thread_index`
+// the runtime's index of the calling thread.
+bool on_signal(const siginfo_t* si, const RegisterView& regs, uint32_t thread_index);
+
+// Disarms everything and stops arming (end of the run, possibly with threads still running).
+void stop();
+// In a forked child: forgets the parent's events without touching them (closes the fds only).
+void forget_after_fork();
+
+// Results, after stop(). Windows in the order they were armed; captures grouped by thread in
+// time order per thread (CaptureRecord::window indexes the exported windows).
+size_t window_count();
+size_t capture_count();
+size_t export_windows(profile::WindowRecord* out, size_t max);
+size_t export_captures(profile::CaptureRecord* out, size_t max);
+
+struct Stats {
+  uint64_t windows = 0;          // windows armed
+  uint64_t watch_windows = 0;    // of which on shared lines (reason 1)
+  uint64_t captures = 0;         // captures recorded
+  uint64_t dropped = 0;          // traps not stored (table full, undecodable, not memory)
+  uint64_t open_failures = 0;    // perf_event_open / fcntl / ioctl refusals
+  int first_errno = 0;           // errno of the first refusal (for the report's note)
+};
+Stats stats();
+
+}  // namespace whymiss::soft::capture
