@@ -11,6 +11,10 @@ Result<std::unique_ptr<Cache>> Cache::make(uint64_t sets, uint32_t ways, Policy 
   c->tag_.assign(sets * ways, kInvalid);
   c->entry_.assign(sets * ways, Entry{});
   c->repl_ = std::move(repl.value());
+  // Mirrors Replacement::make's choice of class: tree-PLRU with one way is LRU.
+  c->kind_ = p == Policy::Random                     ? Kind::Random
+             : (p == Policy::TreePLRU && ways > 1) ? Kind::Plru
+                                                   : Kind::Lru;
   return c;
 }
 

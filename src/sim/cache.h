@@ -37,9 +37,16 @@ class Cache {
     size_t base = size_t(set) * ways_;
     for (uint32_t w = 0; w < ways_; ++w)
       if (tag_[base + w] == kInvalid) return base + w;
-    return base + repl_->victim(set);
+    return base + victim(set);
   }
-  void touch(size_t idx) { repl_->touch(uint32_t(idx / ways_), uint32_t(idx % ways_)); }
+  void touch(size_t idx) {
+    const uint32_t set = uint32_t(idx / ways_), way = uint32_t(idx % ways_);
+    switch (kind_) {  // devirtualised: the concrete policies are final
+      case Kind::Lru: static_cast<Lru*>(repl_.get())->touch(set, way); break;
+      case Kind::Plru: static_cast<TreePlru*>(repl_.get())->touch(set, way); break;
+      case Kind::Random: break;  // random replacement keeps no recency
+    }
+  }
   void invalidate(size_t idx) {
     tag_[idx] = kInvalid;
     entry_[idx] = Entry{};
@@ -56,6 +63,16 @@ class Cache {
   uint32_t ways_ = 0;
   std::vector<uint64_t> tag_;
   std::vector<Entry> entry_;
+  enum class Kind : uint8_t { Lru, Plru, Random };
+  uint32_t victim(uint32_t set) {
+    switch (kind_) {
+      case Kind::Lru: return static_cast<Lru*>(repl_.get())->victim(set);
+      case Kind::Plru: return static_cast<TreePlru*>(repl_.get())->victim(set);
+      case Kind::Random: return static_cast<RandomPolicy*>(repl_.get())->victim(set);
+    }
+    return 0;
+  }
+  Kind kind_ = Kind::Lru;
   std::unique_ptr<Replacement> repl_;
 };
 

@@ -4,9 +4,9 @@
 
 #include <atomic>
 #include <mutex>
-#include <unordered_map>
 
 #include "sim/cache.h"
+#include "sim/departures.h"
 #include "sim/fa_lru.h"
 #include "sim/line_set.h"
 #include "sim/sim.h"
@@ -47,41 +47,42 @@ class Guard {
   SpinLock* l_;
 };
 
-// Why a core no longer holds a line it held: kept from the removal until the core refills it.
-struct Departure {
-  uint64_t writer_mask = 0;  // granules of the invalidating write (coherence)
-  uint64_t my_mask = 0;      // granules this core touched during its tenure
-  uint32_t writer_core = 0;
-  uint8_t coherence_levels = 0;  // bit l: removed from private level l by another core's write
-  uint8_t inclusion_levels = 0;  // bit l: removed from level l because a farther level evicted it
-  // Kind of the eviction behind an inclusion removal, fixed when it happened: Conflict if a
-  // fully-associative cache of the evicting level's size still held the line then.
-  Outcome inclusion_kind = Outcome::Capacity;
+// A counter with one writer at a time (the thread feeding its core, which holds the core lock
+// when several threads may feed it) and readers that only need a value once accesses stop.
+// Relaxed load + store: a plain add, no locked RMW.
+struct OwnedCounter {
+  std::atomic<uint64_t> v{0};
+  void bump() { v.store(v.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+  uint64_t get() const { return v.load(std::memory_order_relaxed); }
 };
 
 struct CoreState {
   std::vector<std::unique_ptr<Cache>> priv;
   std::vector<std::unique_ptr<FaLru>> shadow;
+  Cache* l1 = nullptr;        // priv[0] and shadow[0], without the unique_ptr hops
+  FaLru* l1_shadow = nullptr;
   LineSet seen;  // lines this core ever accessed
   SpinLock lock;
   uint64_t memo_line = kNone;  // the line of this core's previous access and its L1 slot
   size_t memo_idx = 0;
+  // Single-line L1 hits taken by the fast path (l1_hit), by read/write. Each is one access, one
+  // line access and one L1 hit; counters() adds them to the shards' counts.
+  OwnedCounter fast_hits[2];
 };
 
 struct Shard {
   SpinLock lock;
   Counters counters;
-  std::unordered_map<uint64_t, Departure> departures;  // key: line * kMaxCores + core
+  DepartureTable departures;
   LineSet shared_seen;  // lines of this shard ever requested from the shared level, >> shard bits
 };
-
-uint64_t dkey(uint64_t line, uint32_t core) { return line * kMaxCores + core; }
 
 }  // namespace
 
 struct Hierarchy::Impl {
   CacheGeometry geo;
-  Knobs knobs;
+  Knobs knobs;         // knobs.concurrent follows set_concurrent()
+  bool concurrent = true;
   size_t npriv = 0;
   bool has_shared = false;
   unsigned line_shift = 0;
@@ -117,6 +118,8 @@ struct Hierarchy::Impl {
       c->priv.push_back(std::move(Cache::make(lg.sets(), lg.ways, knobs.policy, seed_for(id, l)).value()));
       c->shadow.push_back(std::make_unique<FaLru>(lg.size / lg.line));
     }
+    c->l1 = c->priv[0].get();
+    c->l1_shadow = c->shadow[0].get();
     cores[id].store(c, std::memory_order_release);
     uint32_t n = created.load(std::memory_order_relaxed);
     created_ids[n] = id;
@@ -144,7 +147,7 @@ struct Hierarchy::Impl {
   }
 
   bool shared_shadow_contains(uint64_t line) {
-    Guard g(shared_shadow_lock, knobs.concurrent);
+    Guard g(shared_shadow_lock, concurrent);
     return shared_shadow->contains(line);
   }
 
@@ -152,9 +155,8 @@ struct Hierarchy::Impl {
                            bool first, bool shadow_hit, LineResult& r) {
     if (first) return Outcome::Compulsory;
     if (!sh.departures.empty()) {
-      auto it = sh.departures.find(dkey(line, cid));
-      if (it != sh.departures.end()) {
-        const Departure& d = it->second;
+      if (const Departure* dp = sh.departures.find(line, cid)) {
+        const Departure& d = *dp;
         if (d.coherence_levels & (1u << l)) {
           r.writer_core = d.writer_core;
           r.writer_mask = d.writer_mask;
@@ -194,7 +196,7 @@ struct Hierarchy::Impl {
       }
       if (d.inclusion_levels) {
         d.inclusion_kind = c.shadow[l]->contains(v) ? Outcome::Conflict : Outcome::Capacity;
-        sh.departures[dkey(v, cid)] = d;
+        sh.departures.set(v, cid, d);
       }
       if (dirty) {
         sh.counters.level[l].writebacks++;
@@ -246,7 +248,7 @@ struct Hierarchy::Impl {
           sh.counters.level[l].coherence_invalidations++;
         }
         (void)dirty;  // the modified data moves to the writer, which now holds the line dirty
-        sh.departures[dkey(line, oid)] = d;
+        sh.departures.set(line, oid, d);
         if (r.invalidated < UINT16_MAX) r.invalidated++;
       } else {
         others = true;
@@ -287,7 +289,7 @@ struct Hierarchy::Impl {
         }
         if (d.inclusion_levels) {
           d.inclusion_kind = why;
-          sh.departures[dkey(v, oid)] = d;
+          sh.departures.set(v, oid, d);
         }
       }
     }
@@ -298,7 +300,7 @@ struct Hierarchy::Impl {
     const size_t s = npriv;
     bool shadow_hit;
     {
-      Guard g(shared_shadow_lock, knobs.concurrent);
+      Guard g(shared_shadow_lock, concurrent);
       shadow_hit = shared_shadow->access(line);
     }
     int64_t j = shared->find(line);
@@ -322,9 +324,37 @@ struct Hierarchy::Impl {
     shared->touch(i);
   }
 
-  LineResult access_line(CoreState& c, uint32_t cid, Shard& sh, uint64_t line, uint64_t gm,
-                         bool w) {
-    LineResult r;
+  // An L1 hit that needs nothing beyond this core's L1 and its shadow: the line is in L1 and
+  // the access is a read or a write to a line held M. Updates exactly what access_line would
+  // (L1 shadow, L1 recency, the entry's mask and dirty bit, the memo) and counts the hit in the
+  // core's own counters. Returns false, having changed nothing, otherwise. The caller holds the
+  // locks access_line would need (none when not concurrent).
+  bool l1_hit(CoreState& c, uint64_t line, uint64_t gm, bool w) {
+    Cache& l1 = *c.l1;
+    size_t idx = c.memo_idx;
+    if (c.memo_line != line || l1.tag(idx) != line) {
+      int64_t i = l1.find(line);
+      if (i < 0) return false;
+      idx = size_t(i);
+      if (w && l1.entry(idx).state != Mesi::M) return false;
+      // Not the previous line: it becomes most recent in the shadow and in its set. (For the
+      // memo line both are already true, so access_line skips them too.)
+      c.l1_shadow->access(line);
+      l1.touch(idx);
+      c.memo_line = line;
+      c.memo_idx = idx;
+    } else if (w && l1.entry(idx).state != Mesi::M) {
+      return false;
+    }
+    Entry& e = l1.entry(idx);
+    e.mask |= gm;
+    e.dirty |= w;
+    c.fast_hits[w].bump();
+    return true;
+  }
+
+  void access_line(CoreState& c, uint32_t cid, Shard& sh, uint64_t line, uint64_t gm, bool w,
+                   LineResult& r) {
     r.line = line;
     r.access_mask = gm;
     sh.counters.line_accesses++;
@@ -339,7 +369,7 @@ struct Hierarchy::Impl {
         count(sh, 0, Outcome::Hit, w);
         r.level[0] = Outcome::Hit;
         r.levels_reached = 1;
-        return r;
+        return;
       }
     }
 
@@ -388,14 +418,13 @@ struct Hierarchy::Impl {
       }
       l1_idx = 0;
       for (size_t l = npriv; l-- > 0;) l1_idx = fill_private(c, cid, sh, l, line, st);
-      if (!sh.departures.empty()) sh.departures.erase(dkey(line, cid));
+      if (!sh.departures.empty()) sh.departures.erase(line, cid);
     }
     Entry& e = l1.entry(l1_idx);
     e.mask |= gm;
     e.dirty |= w;
     c.memo_line = line;
     c.memo_idx = l1_idx;
-    return r;
   }
 };
 
@@ -419,6 +448,7 @@ Result<std::unique_ptr<Hierarchy>> Hierarchy::create(const CacheGeometry& g, con
   auto m = std::make_unique<Impl>();
   m->geo = g;
   m->knobs = k;
+  m->concurrent = k.concurrent;
   size_t n = g.levels.size();
   m->has_shared = n >= 2;
   m->npriv = m->has_shared ? n - 1 : n;
@@ -441,34 +471,71 @@ Result<std::unique_ptr<Hierarchy>> Hierarchy::create(const CacheGeometry& g, con
 }
 
 AccessResult Hierarchy::access(uint32_t core, uint64_t addr, uint32_t size, bool write) {
-  Impl& m = *impl_;
   AccessResult res;
+  if (access(core, addr, size, write, res)) {
+    res.nlines = 1;
+    res.lines[0].line = addr >> impl_->line_shift;
+    res.lines[0].level[0] = Outcome::Hit;
+    res.lines[0].levels_reached = 1;
+    res.lines[0].access_mask = impl_->granule_mask(addr, size ? size : 1);
+  }
+  return res;
+}
+
+bool Hierarchy::access(uint32_t core, uint64_t addr, uint32_t size, bool write,
+                       AccessResult& res) {
+  Impl& m = *impl_;
   if (size == 0) size = 1;
   if (core >= m.knobs.cores) core %= m.knobs.cores;
   CoreState& c = m.core(core);
-  Guard cg(c.lock, m.knobs.concurrent && !m.knobs.one_thread_per_core);
   const uint64_t first = addr >> m.line_shift;
   const uint64_t last = (addr + size - 1) >> m.line_shift;
+  // The common case first: one line, an L1 hit. No lock when not concurrent, no result.
+  if (first == last && !m.concurrent && m.l1_hit(c, first, m.granule_mask(addr, size), write))
+    return true;
+  Guard cg(c.lock, m.concurrent && !m.knobs.one_thread_per_core);
   const uint64_t line_bytes = uint64_t(1) << m.line_shift;
+  LineResult spare;  // pieces past the second are simulated but not reported
   for (uint64_t ln = first;; ++ln) {
     uint64_t lo = std::max(addr, ln << m.line_shift);
     uint64_t hi = std::min(addr + size, (ln << m.line_shift) + line_bytes);
     uint64_t gm = m.granule_mask(lo, hi - lo);
     Shard& sh = m.shards[ln & m.shard_mask];
-    Guard sg(sh.lock, m.knobs.concurrent);
-    if (ln == first) sh.counters.accesses++;
-    LineResult r = m.access_line(c, core, sh, ln, gm, write);
-    if (res.nlines < 2) res.lines[res.nlines++] = r;
+    Guard sg(sh.lock, m.concurrent);
+    if (first == last && m.l1_hit(c, ln, gm, write)) return true;
+    if (ln == first) {
+      sh.counters.accesses++;
+      res = AccessResult{};
+    }
+    LineResult* r = &spare;
+    if (res.nlines < 2) r = &res.lines[res.nlines++];
+    else spare = LineResult{};
+    m.access_line(c, core, sh, ln, gm, write, *r);
     if (ln == last) break;
   }
-  return res;
+  return false;
+}
+
+void Hierarchy::set_concurrent(bool on) {
+  impl_->concurrent = on;
+  impl_->knobs.concurrent = on;
 }
 
 Counters Hierarchy::counters() const {
   Counters total;
   for (uint64_t s = 0; s <= impl_->shard_mask; ++s) {
-    Guard g(impl_->shards[s].lock, impl_->knobs.concurrent);
+    Guard g(impl_->shards[s].lock, impl_->concurrent);
     total += impl_->shards[s].counters;
+  }
+  const uint32_t n = impl_->created.load(std::memory_order_acquire);
+  for (uint32_t q = 0; q < n; ++q) {
+    const CoreState& c = *impl_->cores[impl_->created_ids[q]].load(std::memory_order_acquire);
+    for (int w = 0; w < 2; ++w) {
+      const uint64_t h = c.fast_hits[w].get();
+      total.accesses += h;
+      total.line_accesses += h;
+      total.level[0].by_outcome[int(Outcome::Hit)][w] += h;
+    }
   }
   return total;
 }

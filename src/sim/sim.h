@@ -22,7 +22,8 @@
 // shards by their low line-address bits; a shard owns the same sets in every level, so one
 // shard lock covers a whole access. Per-core state (shadows, first-touch sets) has a per-core
 // lock, taken only by threads that feed that core. With Knobs::concurrent = false no lock is
-// taken and the caller must serialise.
+// taken and the caller must serialise; Hierarchy::set_concurrent switches between the two at run
+// time (a program starts with one thread and turns the locks on before it starts the second).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -114,6 +115,18 @@ class Hierarchy {
   // (< knobs.cores). Accesses longer than a line are split; AccessResult describes the first two
   // pieces, counters count all of them.
   AccessResult access(uint32_t core, uint64_t addr, uint32_t size, bool write);
+  // The same simulation, for callers that only look at misses: returns true, leaving `out`
+  // untouched, when the access was one line that hit L1; otherwise fills `out` exactly as the
+  // overload above would and returns false. Cheaper: an L1 hit needs no result and, when not
+  // concurrent, no lock.
+  bool access(uint32_t core, uint64_t addr, uint32_t size, bool write, AccessResult& out);
+
+  // Turns the locks on (true) or off (false, the caller then serialises every access; the same
+  // as Knobs::concurrent = false). Contract: no access() may be in flight or start during the
+  // call, and every thread that calls access() afterwards must be ordered after the call (for
+  // instance: called by the only thread there is, before it creates the next one; pthread_create
+  // orders the new thread after it). Counters and state carry over unchanged.
+  void set_concurrent(bool on);
 
   Counters counters() const;  // sum over shards; consistent when no access is in flight
   const CacheGeometry& geometry() const;
