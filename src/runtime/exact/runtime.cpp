@@ -44,6 +44,7 @@ enum State : int { kOff = 0, kInitialising, kRecording, kFinished, kDisabled };
 struct ThreadState {
   uint32_t index, tid, core;
   std::atomic<uint8_t> busy{0};  // inside record(): the finisher waits for it to clear
+  int* errno_loc = nullptr;      // this thread's errno: saved and restored without libc calls
   uint64_t accesses = 0;
   uint64_t misses[profile::kLevels] = {};
   IpTable ips;
@@ -69,6 +70,11 @@ struct Global {
   bool membarrier_ok = false;
   bool one_per_core = true;
   std::atomic<uint64_t> unrecorded_threads{0};
+  // The simulator runs without locks while the process has one thread. The first
+  // pthread_create turns them on (next_thread_index) before the new thread exists; see
+  // Hierarchy::set_concurrent. Written only while single-threaded, so never torn.
+  std::atomic<bool> concurrent{false};
+  std::atomic<bool> attached_unhooked{false};  // a thread not started by our pthread_create
   uint32_t policy = 0, inclusive = 1;
   char output[4096] = {};
   char command[4096] = {};
@@ -111,6 +117,23 @@ void read_command() {
   for (ssize_t i = 0; i < n; ++i)
     if (g.command[i] == '\0') g.command[i] = ' ';
   g.command[n] = '\0';
+}
+
+// Whether the process already has more than one thread: /proc/self/status's "Threads:" field.
+// Unknown (unreadable) counts as yes, which keeps the locks on.
+bool has_other_threads() {
+  int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;
+  char buf[4096];
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return true;
+  buf[n] = '\0';
+  const char* p = std::strstr(buf, "\nThreads:");
+  if (!p) return true;
+  p += 10;
+  while (*p == ' ' || *p == '\t') ++p;
+  return !(p[0] == '1' && (p[1] == '\n' || p[1] == '\0'));
 }
 
 void thread_exit(void* p);
@@ -159,6 +182,9 @@ void init() {
   }
   if (const char* l = std::getenv("WHYMISS_LLC"); l && std::strcmp(l, "non-inclusive") == 0)
     k.inclusive_llc = false;
+  // Threads created before we started (from other constructors) get locks from the start.
+  k.concurrent = has_other_threads();
+  g.concurrent.store(k.concurrent, std::memory_order_relaxed);
   auto h = sim::Hierarchy::create(geo, k);
   if (!h) {
     g.state.store(kDisabled);
@@ -187,9 +213,13 @@ __attribute__((constructor(101))) void runtime_ctor() { init(); }
 ThreadState* attach_thread() {
   if (g.state.load(std::memory_order_acquire) != kRecording) return nullptr;
   Inside in;
+  // A second thread that did not come through our pthread_create (a raw clone) while the
+  // simulator runs without locks cannot be recorded safely: the first one may be mid-access.
+  const bool unsafe = !t_preassigned && !g.concurrent.load(std::memory_order_acquire) &&
+                      g.attached_unhooked.exchange(true);
   uint32_t index = t_preassigned ? t_preassigned - 1 : g.next_index.fetch_add(1);
   void* mem = nullptr;
-  if (index >= kMaxThreads || (g.one_per_core && index >= g.cores) ||
+  if (unsafe || index >= kMaxThreads || (g.one_per_core && index >= g.cores) ||
       !(mem = private_alloc(sizeof(ThreadState)))) {
     g.unrecorded_threads.fetch_add(1, std::memory_order_relaxed);
     t_unrecorded = true;
@@ -199,6 +229,7 @@ ThreadState* attach_thread() {
   t->index = index;
   t->tid = uint32_t(syscall(SYS_gettid));
   t->core = index % g.cores;
+  t->errno_loc = &errno;
   g.core_owner[t->core].store(index, std::memory_order_relaxed);
   g.threads[index].store(t, std::memory_order_release);
   pthread_setspecific(g.key, t);
@@ -259,10 +290,12 @@ void record_sharing(ThreadState* t, uint64_t ip, const sim::LineResult& lr, Outc
 }
 
 void record(ThreadState* t, uint64_t ip, uint64_t addr, uint32_t size, bool write) {
-  sim::AccessResult r = g.sim->access(t->core, addr, size, write);
+  sim::AccessResult r;  // written only when something missed
+  const bool l1_hit = g.sim->access(t->core, addr, size, write, r);
   t->accesses++;
   InstructionRecord* s = t->ips.get(ip);
   if (s) s->accesses[write]++;
+  if (l1_hit) return;
   for (uint8_t k = 0; k < r.nlines; ++k) {
     const sim::LineResult& lr = r.lines[k];
     if (lr.level[0] == Outcome::Hit) continue;
@@ -303,8 +336,13 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
   t->busy.store(1, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);  // paired with membarrier in finish()
   if (g.state.load(std::memory_order_relaxed) == kRecording) {
-    Inside in;
+    // What Inside does, without two __errno_location calls per access: t_in_runtime was false
+    // (checked above), and errno lives at a fixed per-thread address.
+    const int saved_errno = *t->errno_loc;
+    t_in_runtime = true;
     record(t, ret ? ret - 1 : 0, addr, size, write);
+    t_in_runtime = false;
+    *t->errno_loc = saved_errno;
   }
   t->busy.store(0, std::memory_order_release);
 }
@@ -596,6 +634,18 @@ bool recording() noexcept { return g.state.load(std::memory_order_relaxed) == kR
 // Thread indices are handed out at pthread_create, in creation order, so threads map to
 // simulated cores the same way in every run of a deterministic program.
 void preassign_thread_index(uint32_t index_plus_one) noexcept { t_preassigned = index_plus_one; }
-uint32_t next_thread_index() noexcept { return g.next_index.fetch_add(1) + 1; }
+//
+// It is also the hook that turns the simulator's locks on: pthread_create calls it in the
+// creating thread before the new thread exists. While the simulator runs without locks the
+// process has one thread (ours), so no access is in flight on another thread, and the new
+// thread is ordered after this store by pthread_create (Hierarchy::set_concurrent's contract).
+uint32_t next_thread_index() noexcept {
+  if (!g.concurrent.load(std::memory_order_relaxed) &&
+      g.state.load(std::memory_order_acquire) == kRecording) {
+    g.sim->set_concurrent(true);
+    g.concurrent.store(true, std::memory_order_release);
+  }
+  return g.next_index.fetch_add(1) + 1;
+}
 
 }  // namespace whymiss::rt
