@@ -4,7 +4,8 @@
 // The miss-dominated traces are --miss-n accesses long (default: a tenth of --n), since each of
 // their accesses costs ~50x a hit; the whole run takes well under a minute.
 // Accesses go through the overload exact mode uses (bool access(..., AccessResult&)).
-//   bench_sim [--reps N] [--n ACCESSES] [--miss-n ACCESSES]
+// --only TEXT runs only the traces whose name contains TEXT (for profiling one of them).
+//   bench_sim [--reps N] [--n ACCESSES] [--miss-n ACCESSES] [--only TEXT]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -84,15 +85,18 @@ double run_once(const Case& c, int locks, double* l1_hit_ratio) {
 int main(int argc, char** argv) {
   int reps = 3;
   size_t n = 20'000'000, miss_n = 0;
+  const char* only = "";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--reps")) reps = std::max(1, std::atoi(argv[i + 1]));
     else if (!std::strcmp(argv[i], "--n")) n = std::max<size_t>(1000, std::strtoull(argv[i + 1], nullptr, 10));
+    else if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
     else if (!std::strcmp(argv[i], "--miss-n")) miss_n = std::max<size_t>(1000, std::strtoull(argv[i + 1], nullptr, 10));
   }
   if (miss_n == 0) miss_n = std::max<size_t>(1000, n / 10);
   std::printf("| trace | L1 hit ratio | locks | M accesses/s (median of %d) | min | max |\n", reps);
   std::printf("|---|---|---|---|---|---|\n");
   for (const Case& c : make_cases(n, miss_n)) {
+    if (!std::strstr(c.name, only)) continue;
     for (int locks : {0, 1, 2}) {
       std::vector<double> r;
       double hit = 0;

@@ -28,10 +28,19 @@ class Cache {
   int64_t find(uint64_t line) const {
     size_t base = size_t(set_of(line)) * ways_;
     const uint64_t* t = &tag_[base];
+    if (ways_ <= 16) {
+      // No early exit: the way a line sits in is random, so a loop that stops at it mispredicts
+      // its exit on most lookups; compare-and-select over the whole set does not branch.
+      int64_t found = -1;
+      for (uint32_t w = 0; w < ways_; ++w) found = t[w] == line ? int64_t(w) : found;
+      return found < 0 ? -1 : int64_t(base) + found;
+    }
     for (uint32_t w = 0; w < ways_; ++w)
       if (t[w] == line) return int64_t(base + w);
     return -1;
   }
+  // A hint that find(line) comes soon: starts loading the set's tags.
+  void prefetch(uint64_t line) const { __builtin_prefetch(&tag_[size_t(set_of(line)) * ways_]); }
   // Where to put a new line of `set`: an invalid way if any, else the policy's victim.
   size_t fill_slot(uint32_t set) {
     size_t base = size_t(set) * ways_;
@@ -39,8 +48,9 @@ class Cache {
       if (tag_[base + w] == kInvalid) return base + w;
     return base + victim(set);
   }
+  // `idx` holds a valid line (just hit or filled): its set comes from the tag, not a division.
   void touch(size_t idx) {
-    const uint32_t set = uint32_t(idx / ways_), way = uint32_t(idx % ways_);
+    const uint32_t set = set_of(tag_[idx]), way = uint32_t(idx - size_t(set) * ways_);
     switch (kind_) {  // devirtualised: the concrete policies are final
       case Kind::Lru: static_cast<Lru*>(repl_.get())->touch(set, way); break;
       case Kind::Plru: static_cast<TreePlru*>(repl_.get())->touch(set, way); break;

@@ -8,40 +8,42 @@ FaLru::FaLru(uint64_t capacity_lines) : cap_(uint32_t(capacity_lines ? capacity_
   while (tsize < size_t(cap_) * 2) tsize <<= 1, ++bits;  // load factor <= 1/2
   table_.assign(tsize, Slot{0, kNil});
   mask_ = tsize - 1;
-  shift_ = 64 - bits;
-  key_.resize(cap_);
-  prev_.resize(cap_);
-  next_.resize(cap_);
+  shift_ = 32 - bits;  // a table has at most 2^31 slots (2^30 lines)
+  nodes_.resize(cap_);
 }
 
 uint32_t FaLru::find(uint64_t line) const {
-  for (size_t i = slot_of(line);; i = (i + 1) & mask_) {
+  const uint32_t fp = fp_of(line);
+  for (size_t i = home(fp);; i = (i + 1) & mask_) {
     const Slot& s = table_[i];
     if (s.node == kNil) return kNil;
-    if (s.key == line) return s.node;
+    if (s.fp == fp && nodes_[s.node].key == line) return s.node;
   }
 }
 
 void FaLru::unlink(uint32_t n) {
-  if (prev_[n] != kNil) next_[prev_[n]] = next_[n]; else head_ = next_[n];
-  if (next_[n] != kNil) prev_[next_[n]] = prev_[n]; else tail_ = prev_[n];
+  const Node& x = nodes_[n];
+  if (x.prev != kNil) nodes_[x.prev].next = x.next; else head_ = x.next;
+  if (x.next != kNil) nodes_[x.next].prev = x.prev; else tail_ = x.prev;
 }
 
 void FaLru::push_front(uint32_t n) {
-  prev_[n] = kNil;
-  next_[n] = head_;
-  if (head_ != kNil) prev_[head_] = n; else tail_ = n;
+  nodes_[n].prev = kNil;
+  nodes_[n].next = head_;
+  if (head_ != kNil) nodes_[head_].prev = n; else tail_ = n;
   head_ = n;
 }
 
 void FaLru::table_erase(uint64_t line) {
-  size_t i = slot_of(line);
-  while (table_[i].key != line || table_[i].node == kNil) i = (i + 1) & mask_;
+  const uint32_t fp = fp_of(line);
+  size_t i = home(fp);
+  while (table_[i].node == kNil || table_[i].fp != fp || nodes_[table_[i].node].key != line)
+    i = (i + 1) & mask_;
   // Backward-shift deletion keeps every probe chain unbroken without tombstones.
   for (size_t j = (i + 1) & mask_;; j = (j + 1) & mask_) {
     if (table_[j].node == kNil) break;
-    size_t home = slot_of(table_[j].key);
-    bool between = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
+    size_t h = home(table_[j].fp);
+    bool between = (i <= j) ? (i < h && h <= j) : (i < h || h <= j);
     if (!between) {
       table_[i] = table_[j];
       i = j;
@@ -62,12 +64,13 @@ bool FaLru::access_slow(uint64_t line) {
   } else {
     n = tail_;
     unlink(n);
-    table_erase(key_[n]);
+    table_erase(nodes_[n].key);
   }
-  key_[n] = line;
-  size_t i = slot_of(line);
+  nodes_[n].key = line;
+  const uint32_t fp = fp_of(line);
+  size_t i = home(fp);
   while (table_[i].node != kNil) i = (i + 1) & mask_;
-  table_[i] = Slot{line, n};
+  table_[i] = Slot{fp, n};
   push_front(n);
   return false;
 }

@@ -1,6 +1,12 @@
 // A fully-associative LRU cache of line addresses: the shadow that separates capacity from
 // conflict misses. O(1) per access: open-addressing hash (linear probing, backward-shift
 // deletion) over an intrusive doubly-linked recency list. Not thread-safe.
+//
+// Layout, for the big shadows (a 32 MiB level has 512 Ki lines) where every update is a host
+// cache miss: a table slot is 8 bytes (32-bit node index + the top 32 bits of the line's hash,
+// which include the slot number, so neither a probe past another line nor a backward shift needs
+// to read a node), and a node keeps its line and both links together (16 bytes), so reaching and
+// unlinking it costs one host line, not three arrays.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -14,33 +20,41 @@ class FaLru {
   // Returns whether `line` was present; afterwards it is the most recently used, and the least
   // recently used line was dropped if the cache was full.
   bool access(uint64_t line) {
-    if (head_ != kNil && key_[head_] == line) return true;  // already MRU: nothing moves
+    if (head_ != kNil && nodes_[head_].key == line) return true;  // already MRU: nothing moves
     return access_slow(line);
   }
   bool contains(uint64_t line) const { return find(line) != kNil; }
+  // A hint that access(line) or contains(line) comes soon: starts loading its table slot.
+  void prefetch(uint64_t line) const { __builtin_prefetch(&table_[home(fp_of(line))]); }
   uint64_t size() const { return size_; }
   uint64_t capacity() const { return cap_; }
 
  private:
   static constexpr uint32_t kNil = 0xFFFFFFFFu;
+  struct Slot {
+    uint32_t fp;    // fp_of(line), valid when node != kNil
+    uint32_t node;  // index into nodes_, kNil = empty
+  };
+  struct Node {
+    uint64_t key;  // the line
+    uint32_t prev, next;
+  };
+  // The top 32 bits of a multiplicative hash; the table has at most 2^32 slots, so a line's home
+  // slot is the top bits of its fingerprint.
+  static uint32_t fp_of(uint64_t line) { return uint32_t((line * 0x9E3779B97F4A7C15ull) >> 32); }
+  size_t home(uint32_t fp) const { return size_t(fp >> shift_); }
   bool access_slow(uint64_t line);
   uint32_t find(uint64_t line) const;
-  size_t slot_of(uint64_t line) const { return size_t((line * 0x9E3779B97F4A7C15ull) >> shift_); }
   void unlink(uint32_t n);
   void push_front(uint32_t n);
   void table_erase(uint64_t line);
-  struct Slot {
-    uint64_t key;   // the line, valid when node != kNil
-    uint32_t node;  // index into the recency list
-  };
 
   uint32_t cap_;
   uint32_t size_ = 0;
   uint32_t head_ = kNil, tail_ = kNil;
-  std::vector<uint64_t> key_;
-  std::vector<uint32_t> prev_, next_;
-  std::vector<Slot> table_;  // the key sits in the slot so probes touch one array
-  uint32_t shift_;
+  std::vector<Node> nodes_;
+  std::vector<Slot> table_;  // power of two, load factor <= 1/2
+  uint32_t shift_;  // 32 - log2(table size)
   size_t mask_;
 };
 

@@ -385,7 +385,13 @@ struct Hierarchy::Impl {
         count(sh, l, Outcome::Hit, w);
         break;
       }
-      if (l == 0) first = c.seen.insert(line);
+      if (l == 0) {
+        // An L1 miss usually goes further: start loading what the next levels will look at
+        // (their tags and shadow slots are host cache misses for big levels).
+        for (size_t u = 1; u < npriv; ++u) c.priv[u]->prefetch(line), c.shadow[u]->prefetch(line);
+        if (has_shared) shared->prefetch(line), shared_shadow->prefetch(line);
+        first = c.seen.insert(line);
+      }
       Outcome o = classify_private(cid, sh, l, line, gm, first, shadow_hit, r);
       r.level[l] = o;
       count(sh, l, o, w);
