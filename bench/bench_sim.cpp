@@ -46,6 +46,12 @@ std::vector<Case> make_cases(size_t n, size_t miss_n) {
     for (size_t i = 0; i < n; ++i) c.addrs.push_back(base + (rng() % 4096) * 8);
     cs.push_back(std::move(c));
   }
+  {  // 16 lines 4 KiB apart, round robin: one L1 set of 12 ways overflows, L2 holds them all.
+    // The shape of conflict_alloc: every access is an L1 conflict miss that hits L2.
+    Case c{"L1-conflict: 16 lines 4 KiB apart", {}};
+    for (size_t i = 0; i < n; ++i) c.addrs.push_back(base + (i % 16) * 4096 + (i / 16 % 8) * 8);
+    cs.push_back(std::move(c));
+  }
   {  // Random lines over 1 GiB: misses at every level.
     Case c{"miss: random lines over 1 GiB", {}};
     for (size_t i = 0; i < miss_n; ++i) c.addrs.push_back(base + (rng() % (1ull << 24)) * 64);

@@ -10,6 +10,10 @@ Result<std::unique_ptr<Cache>> Cache::make(uint64_t sets, uint32_t ways, Policy 
   c->ways_ = ways;
   c->tag_.assign(sets * ways, kInvalid);
   c->entry_.assign(sets * ways, Entry{});
+  while ((uint64_t(1) << c->set_bits_) < sets) ++c->set_bits_;
+  c->rows_ = ways <= 16;
+  c->way_mask_ = ways >= 32 ? ~0u : (1u << ways) - 1;
+  if (c->rows_) c->fp_.assign(sets * 16, 0);
   c->repl_ = std::move(repl.value());
   // Mirrors Replacement::make's choice of class: tree-PLRU with one way is LRU.
   c->kind_ = p == Policy::Random                     ? Kind::Random

@@ -1,7 +1,14 @@
 // One set-associative array (one level of one core, or the shared level). Entries keep the
 // line address as tag, the MESI state, a dirty bit and the byte-granule mask this holder touched
 // during its tenure. Callers hold the lock of the shard that owns the set.
+//
+// Lookups are the simulator's most frequent operation. For up to 16 ways each set also keeps a
+// 16-byte row of one-byte fingerprints (0 = invalid way), compared with one SSE2 instruction:
+// a lookup reads the row and then at most the tags the fingerprint matched, instead of walking
+// every tag with a data-dependent exit (which mispredicts: the way a line sits in is random).
 #pragma once
+#include <emmintrin.h>
+
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -26,24 +33,33 @@ class Cache {
   uint32_t set_of(uint64_t line) const { return uint32_t(line & set_mask_); }
   // Index of `line` in the flat arrays, or -1.
   int64_t find(uint64_t line) const {
-    size_t base = size_t(set_of(line)) * ways_;
+    const uint32_t set = set_of(line);
+    const size_t base = size_t(set) * ways_;
     const uint64_t* t = &tag_[base];
-    if (ways_ <= 16) {
-      // No early exit: the way a line sits in is random, so a loop that stops at it mispredicts
-      // its exit on most lookups; compare-and-select over the whole set does not branch.
-      int64_t found = -1;
-      for (uint32_t w = 0; w < ways_; ++w) found = t[w] == line ? int64_t(w) : found;
-      return found < 0 ? -1 : int64_t(base) + found;
+    if (rows_) {
+      for (uint32_t m = row_matches(set, fp_of(line)); m; m &= m - 1) {
+        const uint32_t w = uint32_t(__builtin_ctz(m));
+        if (t[w] == line) return int64_t(base + w);
+      }
+      return -1;
     }
     for (uint32_t w = 0; w < ways_; ++w)
       if (t[w] == line) return int64_t(base + w);
     return -1;
   }
-  // A hint that find(line) comes soon: starts loading the set's tags.
-  void prefetch(uint64_t line) const { __builtin_prefetch(&tag_[size_t(set_of(line)) * ways_]); }
-  // Where to put a new line of `set`: an invalid way if any, else the policy's victim.
+  // A hint that find(line) comes soon: starts loading the set's fingerprints or tags.
+  void prefetch(uint64_t line) const {
+    if (rows_) __builtin_prefetch(&fp_[size_t(set_of(line)) * 16]);
+    else __builtin_prefetch(&tag_[size_t(set_of(line)) * ways_]);
+  }
+  // Where to put a new line of `set`: an invalid way if any (the lowest), else the policy's
+  // victim.
   size_t fill_slot(uint32_t set) {
-    size_t base = size_t(set) * ways_;
+    const size_t base = size_t(set) * ways_;
+    if (rows_) {
+      if (uint32_t m = row_matches(set, 0)) return base + uint32_t(__builtin_ctz(m));
+      return base + victim(set);
+    }
     for (uint32_t w = 0; w < ways_; ++w)
       if (tag_[base + w] == kInvalid) return base + w;
     return base + victim(set);
@@ -58,21 +74,23 @@ class Cache {
     }
   }
   void invalidate(size_t idx) {
+    set_fp(idx, tag_[idx], 0);
     tag_[idx] = kInvalid;
     entry_[idx] = Entry{};
   }
+  // Puts `line` in way `idx` (which must be invalid; the caller evicted its previous line).
+  void set_tag(size_t idx, uint64_t line) {
+    tag_[idx] = line;
+    set_fp(idx, line, fp_of(line));
+  }
 
-  uint64_t& tag(size_t idx) { return tag_[idx]; }
+  uint64_t tag(size_t idx) const { return tag_[idx]; }
   Entry& entry(size_t idx) { return entry_[idx]; }
   uint64_t sets() const { return set_mask_ + 1; }
   uint32_t ways() const { return ways_; }
 
  private:
   Cache() = default;
-  uint64_t set_mask_ = 0;
-  uint32_t ways_ = 0;
-  std::vector<uint64_t> tag_;
-  std::vector<Entry> entry_;
   enum class Kind : uint8_t { Lru, Plru, Random };
   uint32_t victim(uint32_t set) {
     switch (kind_) {
@@ -82,6 +100,31 @@ class Cache {
     }
     return 0;
   }
+  // The fingerprint of a line: the tag bits just above the set index, never 0 (0 = invalid).
+  uint8_t fp_of(uint64_t line) const {
+    const uint8_t f = uint8_t(line >> set_bits_);
+    return f ? f : 1;
+  }
+  // Bit w set: way w's fingerprint equals `fp` (padding ways past ways_ never match).
+  uint32_t row_matches(uint32_t set, uint8_t fp) const {
+    const __m128i row = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&fp_[size_t(set) * 16]));
+    const __m128i eq = _mm_cmpeq_epi8(row, _mm_set1_epi8(char(fp)));
+    return uint32_t(_mm_movemask_epi8(eq)) & way_mask_;
+  }
+  void set_fp(size_t idx, uint64_t line, uint8_t fp) {
+    if (!rows_) return;
+    const uint32_t set = set_of(line), way = uint32_t(idx - size_t(set) * ways_);
+    fp_[size_t(set) * 16 + way] = fp;
+  }
+
+  uint64_t set_mask_ = 0;
+  unsigned set_bits_ = 0;
+  uint32_t ways_ = 0;
+  uint32_t way_mask_ = 0;
+  bool rows_ = false;  // ways <= 16: fingerprint rows in use
+  std::vector<uint64_t> tag_;
+  std::vector<Entry> entry_;
+  std::vector<uint8_t> fp_;  // rows_: 16 per set
   Kind kind_ = Kind::Lru;
   std::unique_ptr<Replacement> repl_;
 };

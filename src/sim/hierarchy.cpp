@@ -217,7 +217,7 @@ struct Hierarchy::Impl {
     Cache& cl = *c.priv[l];
     size_t i = cl.fill_slot(cl.set_of(line));
     if (cl.tag(i) != kNone) evict_private(c, cid, sh, l, i);
-    cl.tag(i) = line;
+    cl.set_tag(i, line);
     cl.entry(i) = Entry{0, st, false};
     cl.touch(i);
     return i;
@@ -319,7 +319,7 @@ struct Hierarchy::Impl {
     count(sh, s, o, w);
     size_t i = shared->fill_slot(shared->set_of(line));
     if (shared->tag(i) != kNone) evict_shared(sh, i);
-    shared->tag(i) = line;
+    shared->set_tag(i, line);
     shared->entry(i) = Entry{0, Mesi::E, false};
     shared->touch(i);
   }

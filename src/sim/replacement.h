@@ -37,9 +37,15 @@ class Lru final : public Replacement {
   }
   uint32_t victim(uint32_t set) override {
     const uint64_t* s = &stamp_[size_t(set) * stride_ + 1];
+    // The running minimum stays in a register (comparing against s[best] would make every
+    // step wait for a load that depends on the previous step).
+    uint64_t m = s[0];
     uint32_t best = 0;
-    for (uint32_t w = 1; w < ways_; ++w)
-      if (s[w] < s[best]) best = w;
+    for (uint32_t w = 1; w < ways_; ++w) {
+      const bool lt = s[w] < m;
+      m = lt ? s[w] : m;
+      best = lt ? w : best;
+    }
     return best;
   }
 
