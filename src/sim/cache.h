@@ -85,6 +85,7 @@ class Cache {
   }
 
   uint64_t tag(size_t idx) const { return tag_[idx]; }
+  const uint64_t* tag_ptr(size_t idx) const { return &tag_[idx]; }  // stable: never reallocated
   Entry& entry(size_t idx) { return entry_[idx]; }
   uint64_t sets() const { return set_mask_ + 1; }
   uint32_t ways() const { return ways_; }

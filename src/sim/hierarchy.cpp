@@ -63,8 +63,21 @@ struct CoreState {
   FaLru* l1_shadow = nullptr;
   LineSet seen;  // lines this core ever accessed
   SpinLock lock;
-  uint64_t memo_line = kNone;  // the line of this core's previous access and its L1 slot
+  // The line of this core's previous access and its L1 slot; memo_tag and memo_entry point at
+  // that slot's tag and entry, so the memo check needs no trip through the Cache. The slot may
+  // have been invalidated or refilled since (by a snoop or an inclusion eviction): users check
+  // *memo_tag == memo_line.
+  uint64_t memo_line = kNone;
   size_t memo_idx = 0;
+  const uint64_t* memo_tag = &kNoTag;
+  Entry* memo_entry = nullptr;
+  static constexpr uint64_t kNoTag = kNone;
+  void set_memo(uint64_t line, size_t idx) {
+    memo_line = line;
+    memo_idx = idx;
+    memo_tag = l1->tag_ptr(idx);
+    memo_entry = &l1->entry(idx);
+  }
   // Single-line L1 hits taken by the fast path (l1_hit), by read/write. Each is one access, one
   // line access and one L1 hit; counters() adds them to the shards' counts.
   OwnedCounter fast_hits[2];
@@ -341,8 +354,7 @@ struct Hierarchy::Impl {
       // memo line both are already true, so access_line skips them too.)
       c.l1_shadow->access(line);
       l1.touch(idx);
-      c.memo_line = line;
-      c.memo_idx = idx;
+      c.set_memo(line, idx);
     } else if (w && l1.entry(idx).state != Mesi::M) {
       return false;
     }
@@ -352,6 +364,8 @@ struct Hierarchy::Impl {
     c.fast_hits[w].bump();
     return true;
   }
+
+  bool access_general(uint32_t core, uint64_t addr, uint32_t size, bool write, AccessResult& res);
 
   void access_line(CoreState& c, uint32_t cid, Shard& sh, uint64_t line, uint64_t gm, bool w,
                    LineResult& r) {
@@ -429,8 +443,7 @@ struct Hierarchy::Impl {
     Entry& e = l1.entry(l1_idx);
     e.mask |= gm;
     e.dirty |= w;
-    c.memo_line = line;
-    c.memo_idx = l1_idx;
+    c.set_memo(line, l1_idx);
   }
 };
 
@@ -490,7 +503,32 @@ AccessResult Hierarchy::access(uint32_t core, uint64_t addr, uint32_t size, bool
 
 bool Hierarchy::access(uint32_t core, uint64_t addr, uint32_t size, bool write,
                        AccessResult& res) {
+  // The hottest path of exact mode, kept small (few registers to save, no result): a one-line
+  // access to the line this core touched last, still in its L1 slot with enough rights. The same
+  // updates as access_line's memo path.
   Impl& m = *impl_;
+  if (!m.concurrent && core < m.knobs.cores && size != 0) {
+    const uint64_t line = addr >> m.line_shift;
+    const CoreState* c = m.cores[core].load(std::memory_order_acquire);
+    if (c && c->memo_line == line && *c->memo_tag == line &&
+        ((addr + size - 1) >> m.line_shift) == line) {
+      Entry& e = *c->memo_entry;
+      if (!write || e.state == Mesi::M) {
+        e.mask |= m.granule_mask(addr, size);
+        e.dirty |= write;
+        const_cast<CoreState*>(c)->fast_hits[write].bump();
+        return true;
+      }
+    }
+  }
+  return m.access_general(core, addr, size, write, res);
+}
+
+// Everything but the memo hit of Hierarchy::access (out of line, so that path stays small).
+__attribute__((noinline)) bool Hierarchy::Impl::access_general(uint32_t core, uint64_t addr,
+                                                               uint32_t size, bool write,
+                                                               AccessResult& res) {
+  Impl& m = *this;
   if (size == 0) size = 1;
   if (core >= m.knobs.cores) core %= m.knobs.cores;
   CoreState& c = m.core(core);

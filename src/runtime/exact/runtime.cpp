@@ -45,6 +45,8 @@ struct ThreadState {
   uint32_t index, tid, core;
   std::atomic<uint8_t> busy{0};  // inside record(): the finisher waits for it to clear
   int* errno_loc = nullptr;      // this thread's errno: saved and restored without libc calls
+  sim::AccessResult result;      // the simulator's answer when something missed (not zeroed
+                                 // per access: that was a 104-byte rep stos on every hit)
   uint64_t accesses = 0;
   uint64_t misses[profile::kLevels] = {};
   IpTable ips;
@@ -289,13 +291,11 @@ void record_sharing(ThreadState* t, uint64_t ip, const sim::LineResult& lr, Outc
   });
 }
 
-void record(ThreadState* t, uint64_t ip, uint64_t addr, uint32_t size, bool write) {
-  sim::AccessResult r;  // written only when something missed
-  const bool l1_hit = g.sim->access(t->core, addr, size, write, r);
-  t->accesses++;
-  InstructionRecord* s = t->ips.get(ip);
-  if (s) s->accesses[write]++;
-  if (l1_hit) return;
+// The misses of one access: per-level counts, heap objects, sharing evidence. Out of line so
+// that record()'s hit path stays small.
+__attribute__((noinline)) void record_misses(ThreadState* t, InstructionRecord* s, uint64_t ip,
+                                             uint64_t addr, bool write) {
+  const sim::AccessResult& r = t->result;
   for (uint8_t k = 0; k < r.nlines; ++k) {
     const sim::LineResult& lr = r.lines[k];
     if (lr.level[0] == Outcome::Hit) continue;
@@ -315,6 +315,14 @@ void record(ThreadState* t, uint64_t ip, uint64_t addr, uint32_t size, bool writ
     if (with_object(piece, count_object_miss, &hit)) note_object(s, hit.serial);
     if (o == Outcome::TrueSharing || o == Outcome::FalseSharing) record_sharing(t, ip, lr, o, write);
   }
+}
+
+inline void record(ThreadState* t, uint64_t ip, uint64_t addr, uint32_t size, bool write) {
+  const bool l1_hit = g.sim->access(t->core, addr, size, write, t->result);
+  t->accesses++;
+  InstructionRecord* s = t->ips.get(ip);
+  if (s) s->accesses[write]++;
+  if (!l1_hit) record_misses(t, s, ip, addr, write);
 }
 
 // Entry for every access: cheap checks, then record() with the busy flag up.
