@@ -3,9 +3,14 @@
 // timing; each case runs --reps times (default 3) on a fresh hierarchy and the median is shown.
 // The miss-dominated traces are --miss-n accesses long (default: a tenth of --n), since each of
 // their accesses costs ~50x a hit; the whole run takes well under a minute.
-// Accesses go through the overload exact mode uses (bool access(..., AccessResult&)).
+// Accesses go through the overload exact mode uses (bool access(..., AccessResult&)); build with
+// -DBENCH_SIM_RESULT_API to use the older AccessResult-returning one (to compare with old trees).
+// Time is the thread's CPU time, not wall time, so that other processes sharing the machine
+// (builds on a 2-core VM) distort the numbers less; they still compete for caches.
 // --only TEXT runs only the traces whose name contains TEXT (for profiling one of them).
 //   bench_sim [--reps N] [--n ACCESSES] [--miss-n ACCESSES] [--only TEXT]
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -69,6 +74,12 @@ std::vector<Case> make_cases(size_t n, size_t miss_n) {
 // default), shard + per-core locks (threads folded onto cores).
 const char* kLockNames[] = {"none", "shard", "shard+core"};
 
+double cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
 double run_once(const Case& c, int locks, double* l1_hit_ratio) {
   sim::Knobs k;
   k.concurrent = locks > 0;
@@ -76,14 +87,20 @@ double run_once(const Case& c, int locks, double* l1_hit_ratio) {
   auto h = std::move(sim::Hierarchy::create(zen5(), k).value());
   sim::AccessResult r;
   uint64_t reported = 0;  // keeps the results live
-  auto t0 = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < c.addrs.size(); ++i)
+  const double t0 = cpu_seconds();
+  for (size_t i = 0; i < c.addrs.size(); ++i) {
+#ifdef BENCH_SIM_RESULT_API
+    r = h->access(0, c.addrs[i], 8, (i & 7) == 0);
+    reported += r.lines[0].levels_reached > 1;
+#else
     if (!h->access(0, c.addrs[i], 8, (i & 7) == 0, r)) reported += r.nlines;
-  auto t1 = std::chrono::steady_clock::now();
+#endif
+  }
+  const double t1 = cpu_seconds();
   auto ct = h->counters();
   *l1_hit_ratio = double(ct.level[0].hits()) / double(ct.level[0].accesses());
   if (reported > c.addrs.size()) std::abort();  // at most one reported piece per 8-byte access
-  return double(c.addrs.size()) / std::chrono::duration<double>(t1 - t0).count();
+  return double(c.addrs.size()) / (t1 - t0);
 }
 
 }  // namespace

@@ -3,8 +3,8 @@
 namespace whymiss::sim {
 
 FaLru::FaLru(uint64_t capacity_lines) : cap_(uint32_t(capacity_lines ? capacity_lines : 1)) {
-  size_t tsize = 4;
-  uint32_t bits = 2;
+  size_t tsize = 8;  // at least 8 slots: fp_of puts three line bits in the home
+  uint32_t bits = 3;
   while (tsize < size_t(cap_) * 2) tsize <<= 1, ++bits;  // load factor <= 1/2
   table_.assign(tsize, Slot{0, kNil});
   mask_ = tsize - 1;
