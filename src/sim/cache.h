@@ -47,10 +47,10 @@ class Cache {
       if (t[w] == line) return int64_t(base + w);
     return -1;
   }
-  // A hint that find(line) comes soon: starts loading the set's fingerprints or tags.
+  // A hint that find(line) or a fill comes soon: starts loading the set's fingerprints and tags.
   void prefetch(uint64_t line) const {
     if (rows_) __builtin_prefetch(&fp_[size_t(set_of(line)) * 16]);
-    else __builtin_prefetch(&tag_[size_t(set_of(line)) * ways_]);
+    __builtin_prefetch(&tag_[size_t(set_of(line)) * ways_]);
   }
   // Where to put a new line of `set`: an invalid way if any (the lowest), else the policy's
   // victim.

@@ -402,8 +402,12 @@ struct Hierarchy::Impl {
       if (l == 0) {
         // An L1 miss usually goes further: start loading what the next levels will look at
         // (their tags and shadow slots are host cache misses for big levels).
+        // Issued together, so their host misses overlap instead of queuing one after another.
         for (size_t u = 1; u < npriv; ++u) c.priv[u]->prefetch(line), c.shadow[u]->prefetch(line);
-        if (has_shared) shared->prefetch(line), shared_shadow->prefetch(line);
+        if (has_shared) {
+          shared->prefetch(line), shared_shadow->prefetch(line);
+          sh.shared_seen.prefetch(line >> shard_bits);
+        }
         first = c.seen.insert(line);
       }
       Outcome o = classify_private(cid, sh, l, line, gm, first, shadow_hit, r);

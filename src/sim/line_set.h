@@ -27,6 +27,12 @@ class LineSet {
     return true;
   }
   bool contains(uint64_t line) const;
+  // A hint that insert(line) comes soon: starts loading its word if its leaf exists.
+  void prefetch(uint64_t line) const {
+    const uint64_t key = line >> kLeafBits;
+    const uint64_t* leaf = key == memo_key_ ? memo_leaf_ : find_leaf(key);
+    if (leaf) __builtin_prefetch(&leaf[(line & (kLeafLines - 1)) / 64]);
+  }
   uint64_t size() const { return count_; }
 
  private:
