@@ -365,7 +365,9 @@ struct Hierarchy::Impl {
     return true;
   }
 
-  bool access_general(uint32_t core, uint64_t addr, uint32_t size, bool write, AccessResult& res);
+  // l1_checked: the caller already ran l1_hit for this (one-line) access and it said no.
+  bool access_general(uint32_t core, uint64_t addr, uint32_t size, bool write, AccessResult& res,
+                      bool l1_checked);
 
   void access_line(CoreState& c, uint32_t cid, Shard& sh, uint64_t line, uint64_t gm, bool w,
                    LineResult& r) {
@@ -507,31 +509,37 @@ AccessResult Hierarchy::access(uint32_t core, uint64_t addr, uint32_t size, bool
 
 bool Hierarchy::access(uint32_t core, uint64_t addr, uint32_t size, bool write,
                        AccessResult& res) {
-  // The hottest path of exact mode, kept small (few registers to save, no result): a one-line
-  // access to the line this core touched last, still in its L1 slot with enough rights. The same
-  // updates as access_line's memo path.
+  // The hottest paths of exact mode, kept out of the big function (few registers to save, no
+  // result), when not concurrent: a one-line access to the line this core touched last, still in
+  // its L1 slot with enough rights (the same updates as access_line's memo path), then any other
+  // one-line L1 hit (l1_hit).
   Impl& m = *impl_;
   if (!m.concurrent && core < m.knobs.cores && size != 0) {
     const uint64_t line = addr >> m.line_shift;
-    const CoreState* c = m.cores[core].load(std::memory_order_acquire);
-    if (c && c->memo_line == line && *c->memo_tag == line &&
-        ((addr + size - 1) >> m.line_shift) == line) {
-      Entry& e = *c->memo_entry;
-      if (!write || e.state == Mesi::M) {
-        e.mask |= m.granule_mask(addr, size);
-        e.dirty |= write;
-        const_cast<CoreState*>(c)->fast_hits[write].bump();
-        return true;
+    CoreState* c = m.cores[core].load(std::memory_order_acquire);
+    if (c && ((addr + size - 1) >> m.line_shift) == line) {
+      const uint64_t gm = m.granule_mask(addr, size);
+      if (c->memo_line == line && *c->memo_tag == line) {
+        Entry& e = *c->memo_entry;
+        if (!write || e.state == Mesi::M) {
+          e.mask |= gm;
+          e.dirty |= write;
+          c->fast_hits[write].bump();
+          return true;
+        }
       }
+      if (m.l1_hit(*c, line, gm, write)) return true;
+      return m.access_general(core, addr, size, write, res, true);
     }
   }
-  return m.access_general(core, addr, size, write, res);
+  return m.access_general(core, addr, size, write, res, false);
 }
 
 // Everything but the memo hit of Hierarchy::access (out of line, so that path stays small).
 __attribute__((noinline)) bool Hierarchy::Impl::access_general(uint32_t core, uint64_t addr,
                                                                uint32_t size, bool write,
-                                                               AccessResult& res) {
+                                                               AccessResult& res,
+                                                               bool l1_checked) {
   Impl& m = *this;
   if (size == 0) size = 1;
   if (core >= m.knobs.cores) core %= m.knobs.cores;
@@ -539,7 +547,8 @@ __attribute__((noinline)) bool Hierarchy::Impl::access_general(uint32_t core, ui
   const uint64_t first = addr >> m.line_shift;
   const uint64_t last = (addr + size - 1) >> m.line_shift;
   // The common case first: one line, an L1 hit. No lock when not concurrent, no result.
-  if (first == last && !m.concurrent && m.l1_hit(c, first, m.granule_mask(addr, size), write))
+  if (first == last && !m.concurrent && !l1_checked &&
+      m.l1_hit(c, first, m.granule_mask(addr, size), write))
     return true;
   Guard cg(c.lock, m.concurrent && !m.knobs.one_thread_per_core);
   const uint64_t line_bytes = uint64_t(1) << m.line_shift;
@@ -550,7 +559,7 @@ __attribute__((noinline)) bool Hierarchy::Impl::access_general(uint32_t core, ui
     uint64_t gm = m.granule_mask(lo, hi - lo);
     Shard& sh = m.shards[ln & m.shard_mask];
     Guard sg(sh.lock, m.concurrent);
-    if (first == last && m.l1_hit(c, ln, gm, write)) return true;
+    if (first == last && m.concurrent && m.l1_hit(c, ln, gm, write)) return true;
     if (ln == first) {
       sh.counters.accesses++;
       res = AccessResult{};

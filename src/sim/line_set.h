@@ -27,11 +27,11 @@ class LineSet {
     return true;
   }
   bool contains(uint64_t line) const;
-  // A hint that insert(line) comes soon: starts loading its word if its leaf exists.
+  // A hint that insert(line) comes soon: starts loading its word if its leaf is the memo leaf
+  // (looking the leaf up would cost more than the hint saves when the line is never inserted).
   void prefetch(uint64_t line) const {
-    const uint64_t key = line >> kLeafBits;
-    const uint64_t* leaf = key == memo_key_ ? memo_leaf_ : find_leaf(key);
-    if (leaf) __builtin_prefetch(&leaf[(line & (kLeafLines - 1)) / 64]);
+    if ((line >> kLeafBits) == memo_key_)
+      __builtin_prefetch(&memo_leaf_[(line & (kLeafLines - 1)) / 64]);
   }
   uint64_t size() const { return count_; }
 
