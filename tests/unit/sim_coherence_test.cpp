@@ -1,6 +1,7 @@
 // Coherence between simulated cores: false vs true sharing, upgrades, downgrades, concurrency.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -157,6 +158,83 @@ TEST(SimCoherence, SharingMissCarriesItsEvidence) {
   EXPECT_EQ(r.lines[0].writer_mask, 0xFull << 40);
   EXPECT_EQ(r.lines[0].tenure_mask, 0xFFull << 16);
   EXPECT_EQ(r.lines[0].access_mask, 0xFFull << 16);
+}
+
+}  // namespace
+}  // namespace whymiss::sim
+
+namespace whymiss::sim {
+namespace {
+
+// One thread per core (exact mode's default: no per-core lock), hits on private lines mixed with
+// writes to lines every thread writes. Counts must stay consistent.
+TEST(SimCoherence, OneThreadPerCoreKeepsCountsConsistent) {
+  const uint32_t nthreads = 4;
+  const int per_thread = 50000;
+  Knobs k = cores(nthreads);
+  k.one_thread_per_core = true;
+  auto h = make(small(), k);
+  std::vector<std::thread> ts;
+  std::atomic<uint32_t> ready{0};
+  for (uint32_t t = 0; t < nthreads; ++t)
+    ts.emplace_back([&, t] {
+      uint64_t x = 88172645463325252ull + t;
+      AccessResult r;
+      ready++;
+      while (ready.load() < nthreads) std::this_thread::yield();  // overlap as much as we can
+      for (int i = 0; i < per_thread; ++i) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        // Mostly this thread's own 8 lines (hits), sometimes lines all threads write.
+        const uint64_t a = (x % 8 == 0) ? 0x10000 + (x >> 8) % 512 * 8
+                                        : 0x40000 * (t + 1) + (x >> 8) % 64 * 8;
+        h->access(t, a, 8, (x >> 20) % 3 == 0, r);
+      }
+    });
+  for (auto& th : ts) th.join();
+  auto c = h->counters();
+  EXPECT_EQ(c.accesses, uint64_t(nthreads) * per_thread);
+  EXPECT_EQ(c.level[0].accesses(), c.line_accesses);
+  EXPECT_EQ(c.level[1].accesses(), c.level[0].misses());
+  EXPECT_EQ(c.level[2].accesses(), c.level[1].misses());
+  // (How many sharing misses there are depends on how the threads overlapped.)
+}
+
+// Two threads take turns writing different bytes of one line; between turns each keeps hitting
+// its own lines while the other thread's write invalidates its copy of the shared line. The
+// turns make the shared line's history deterministic: every write after the first by each
+// thread is a false-sharing miss, and the private lines never miss again. (Guards any future
+// fast path for hits that bypasses the shard lock.)
+TEST(SimCoherence, HitsDuringSnoopsKeepExactKinds) {
+  Knobs k = cores(2);
+  k.one_thread_per_core = true;
+  auto h = make(geo({{"L1", 32768, 8, 64}, {"L2", 262144, 8, 64}, {"L3", 1 << 20, 16, 64}}), k);
+  const int rounds = 2000;
+  std::atomic<int> turn{0};
+  std::atomic<uint64_t> private_misses{0}, shared_fs{0};
+  auto worker = [&](uint32_t me) {
+    AccessResult r;
+    const uint64_t mine = 0x100000 * (me + 1);
+    for (int k = 0; k < 8; ++k) h->access(me, mine + k * 64, 8, true, r);  // first touches
+    for (int i = 0; i < rounds; ++i) {
+      while (turn.load(std::memory_order_acquire) % 2 != int(me)) {
+        for (int k = 0; k < 8; ++k)
+          if (!h->access(me, mine + k * 64, 8, k % 2 == 0, r)) private_misses++;
+      }
+      if (!h->access(me, 0x300000 + me * 8, 8, true, r) &&
+          r.lines[0].level[0] == Outcome::FalseSharing)
+        shared_fs++;
+      turn.fetch_add(1, std::memory_order_release);
+    }
+  };
+  std::thread a(worker, 0), b(worker, 1);
+  a.join();
+  b.join();
+  EXPECT_EQ(private_misses.load(), 0u);
+  EXPECT_EQ(shared_fs.load(), uint64_t(2 * rounds - 2));
+  auto c = h->counters();
+  EXPECT_EQ(misses(c, 0, Outcome::FalseSharing), uint64_t(2 * rounds - 2));
+  EXPECT_EQ(misses(c, 0, Outcome::TrueSharing), 0u);
+  EXPECT_EQ(misses(c, 0, Outcome::Compulsory), 2u * 8 + 2);
 }
 
 }  // namespace
