@@ -83,9 +83,11 @@ struct CoreState {
   OwnedCounter fast_hits[2];
 };
 
-struct Shard {
+// The lock has a host cache line to itself: a waiter spinning on it must not keep stealing the
+// line the holder is updating counters in.
+struct alignas(64) Shard {
   SpinLock lock;
-  Counters counters;
+  alignas(64) Counters counters;
   DepartureTable departures;
   LineSet shared_seen;  // lines of this shard ever requested from the shared level, >> shard bits
 };
