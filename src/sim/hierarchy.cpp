@@ -406,13 +406,15 @@ struct Hierarchy::Impl {
       if (l == 0) {
         // An L1 miss usually goes further: start loading what the next levels will look at
         // (their tags and shadow slots are host cache misses for big levels).
-        // Issued together, so their host misses overlap instead of queuing one after another.
         for (size_t u = 1; u < npriv; ++u) c.priv[u]->prefetch(line), c.shadow[u]->prefetch(line);
-        if (has_shared) {
-          shared->prefetch(line), shared_shadow->prefetch(line);
-          sh.shared_seen.prefetch(line >> shard_bits);
-        }
         first = c.seen.insert(line);
+      }
+      if (l + 1 == npriv && has_shared) {
+        // The last private level missed too: start the shared level's loads together, so their
+        // host misses overlap instead of queuing one after another. (Not earlier: most L1
+        // misses hit a private level, and these are big arrays.)
+        shared->prefetch(line), shared_shadow->prefetch(line);
+        sh.shared_seen.prefetch(line >> shard_bits);
       }
       Outcome o = classify_private(cid, sh, l, line, gm, first, shadow_hit, r);
       r.level[l] = o;
