@@ -68,9 +68,14 @@ class Cache {
   void touch(size_t idx) {
     const uint32_t set = set_of(tag_[idx]), way = uint32_t(idx - size_t(set) * ways_);
     switch (kind_) {  // devirtualised: the concrete policies are final
-      case Kind::Lru: static_cast<Lru*>(repl_.get())->touch(set, way); break;
-      case Kind::Plru: static_cast<TreePlru*>(repl_.get())->touch(set, way); break;
-      case Kind::Random: break;  // random replacement keeps no recency
+      case Kind::Lru:
+        static_cast<Lru*>(repl_.get())->touch(set, way);
+        break;
+      case Kind::Plru:
+        static_cast<TreePlru*>(repl_.get())->touch(set, way);
+        break;
+      case Kind::Random:
+        break;  // random replacement keeps no recency
     }
   }
   void invalidate(size_t idx) {
@@ -95,9 +100,12 @@ class Cache {
   enum class Kind : uint8_t { Lru, Plru, Random };
   uint32_t victim(uint32_t set) {
     switch (kind_) {
-      case Kind::Lru: return static_cast<Lru*>(repl_.get())->victim(set);
-      case Kind::Plru: return static_cast<TreePlru*>(repl_.get())->victim(set);
-      case Kind::Random: return static_cast<RandomPolicy*>(repl_.get())->victim(set);
+      case Kind::Lru:
+        return static_cast<Lru*>(repl_.get())->victim(set);
+      case Kind::Plru:
+        return static_cast<TreePlru*>(repl_.get())->victim(set);
+      case Kind::Random:
+        return static_cast<RandomPolicy*>(repl_.get())->victim(set);
     }
     return 0;
   }

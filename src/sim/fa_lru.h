@@ -61,7 +61,7 @@ class FaLru {
   uint32_t head_ = kNil, tail_ = kNil;
   std::vector<Node> nodes_;
   std::vector<Slot> table_;  // power of two, load factor <= 1/2
-  uint32_t shift_;  // 32 - log2(table size)
+  uint32_t shift_;           // 32 - log2(table size)
   size_t mask_;
 };
 

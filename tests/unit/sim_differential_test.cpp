@@ -43,8 +43,12 @@ struct RefCache {
   std::vector<uint64_t> rng;                   // Random: per-set xorshift state
 
   RefCache(uint64_t s, uint32_t w, Policy p, uint64_t seed)
-      : sets(s), ways(w), policy(p == Policy::TreePLRU && w == 1 ? Policy::LRU : p),
-        way(s, std::vector<RefWay>(w)), recency(s), plru(s, std::vector<bool>(2 * w, false)),
+      : sets(s),
+        ways(w),
+        policy(p == Policy::TreePLRU && w == 1 ? Policy::LRU : p),
+        way(s, std::vector<RefWay>(w)),
+        recency(s),
+        plru(s, std::vector<bool>(2 * w, false)),
         rng(s) {
     for (uint64_t i = 0; i < s; ++i)
       rng[i] = (seed + 1) * 0x9E3779B97F4A7C15ull ^ (i + 1) * 0xBF58476D1CE4E5B9ull;
@@ -113,8 +117,10 @@ struct RefFa {
   bool access(uint64_t line) {
     auto it = std::find(lines.begin(), lines.end(), line);
     bool hit = it != lines.end();
-    if (hit) lines.erase(it);
-    else if (lines.size() == cap) lines.pop_back();
+    if (hit)
+      lines.erase(it);
+    else if (lines.size() == cap)
+      lines.pop_back();
     lines.insert(lines.begin(), line);
     return hit;
   }
@@ -161,7 +167,8 @@ class RefSim {
     counters_.accesses++;
     for (uint64_t ln = addr / line_; ln <= (addr + size - 1) / line_; ++ln) {
       uint64_t gm = 0;
-      for (uint64_t b = std::max(addr, ln * line_); b < std::min(addr + size, (ln + 1) * line_); ++b)
+      for (uint64_t b = std::max(addr, ln * line_); b < std::min(addr + size, (ln + 1) * line_);
+           ++b)
         gm |= uint64_t(1) << ((b % line_) / granule_);
       out.push_back(piece(c, ln, gm, w));
     }
@@ -234,8 +241,10 @@ class RefSim {
     } else {
       bool others = snoop(c, line, gm, w, r);
       st = w ? St::M : (others ? St::S : St::E);
-      if (shared_) access_llc(line, w, r);
-      else r.levels_reached = uint8_t(npriv_ + 1);
+      if (shared_)
+        access_llc(line, w, r);
+      else
+        r.levels_reached = uint8_t(npriv_ + 1);
       for (size_t l = npriv_; l-- > 0;) fill_private(c, l, line, st);
       departures_.erase({line, c});
     }
@@ -271,7 +280,8 @@ class RefSim {
           }
         }
         if (d.inclusion_levels) {
-          d.inclusion_kind = me.shadow[l].contains(old.line) ? Outcome::Conflict : Outcome::Capacity;
+          d.inclusion_kind =
+              me.shadow[l].contains(old.line) ? Outcome::Conflict : Outcome::Capacity;
           departures_[{old.line, c}] = d;
         }
         if (dirty) {
@@ -477,8 +487,8 @@ Counters run(const Config& cfg, Knobs k, uint64_t seed, size_t n) {
       hit.level[0] = Outcome::Hit;
       hit.levels_reached = 1;
       hit.access_mask = want[0].access_mask;
-      EXPECT_TRUE(same(hit, want[0])) << "access " << i << ": fast hit, reference "
-                                      << describe(want[0]);
+      EXPECT_TRUE(same(hit, want[0]))
+          << "access " << i << ": fast hit, reference " << describe(want[0]);
       if (!same(hit, want[0])) return {};
       continue;
     }
