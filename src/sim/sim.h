@@ -116,9 +116,11 @@ class Hierarchy {
   // pieces, counters count all of them.
   AccessResult access(uint32_t core, uint64_t addr, uint32_t size, bool write);
   // The same simulation, for callers that only look at misses: returns true, leaving `out`
-  // untouched, when the access was one line that hit L1; otherwise fills `out` exactly as the
-  // overload above would and returns false. Cheaper: an L1 hit needs no result and, when not
-  // concurrent, no lock.
+  // untouched, when the access was one line that hit L1 without changing any coherence state
+  // (a read, or a write to a line this core holds M); otherwise fills `out` exactly as the
+  // overload above would and returns false (`out` may then still show an L1 hit, e.g. a write
+  // upgrading a shared line). Cheaper: such a hit needs no result and, when not concurrent, no
+  // lock.
   bool access(uint32_t core, uint64_t addr, uint32_t size, bool write, AccessResult& out);
 
   // Turns the locks on (true) or off (false, the caller then serialises every access; the same
