@@ -133,7 +133,7 @@ bool has_other_threads() {
   buf[n] = '\0';
   const char* p = std::strstr(buf, "\nThreads:");
   if (!p) return true;
-  p += 10;
+  p += 9;  // past "\nThreads:"
   while (*p == ' ' || *p == '\t') ++p;
   return !(p[0] == '1' && (p[1] == '\n' || p[1] == '\0'));
 }
