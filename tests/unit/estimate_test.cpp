@@ -70,6 +70,38 @@ TEST(Estimate, RepeatedSweepOf8MiBIsCapacityBeyondL1) {
 
 TEST(Estimate, TiledSweepHasNoFinding) { expect_none(estimated(testing::capacity(true))); }
 
+// capacity.c as the soft runtime really samples it: one task-clock sample per period, and the
+// period (1 ms) longer than one pass over the 8 MiB array (~0.4 ms), so successive samples land
+// at unrelated points of the sweep and step forward or back about equally often. `passes` per
+// element as in the program run at a large scale (the tiled twin makes all of a block's passes
+// before the next block). No capture stage.
+Workload sparse_capacity(bool tiled, uint64_t passes) {
+  Workload w;
+  const uint64_t n = (8 << 20) / 8, block = 4096, base = 0x7f1000000010;
+  w.objects.push_back(testing::heap_object(5, base, 8 << 20, 0));
+  w.accesses = n * passes * 2;
+  w.gen = [=](uint32_t, uint64_t i) {
+    uint64_t j = i / 2, e = tiled ? (j / (block * passes)) * block + j % block : j % n;
+    return testing::Access{i % 2 ? 0x401304u : 0x401300u, base + e * 8, 8,
+                           uint8_t(i % 2 ? profile::kAccessWrite : profile::kAccessRead)};
+  };
+  return w;
+}
+
+TEST(Estimate, SweepSampledLessOftenThanOncePerPassIsStillCapacity) {
+  // Periods between 1.3 and 4 passes: for some, the samples of one instruction happen to step
+  // back more often than forward, which must not hide the sweep.
+  for (uint64_t period : {2'700'011ull, 3'100'007ull, 4'300'003ull, 5'900'009ull, 8'100'001ull}) {
+    SamplerConfig c;
+    c.period = period;
+    c.window_every = 0;
+    Analysis a = estimated(sparse_capacity(false, 6400), c);
+    SCOPED_TRACE(period);
+    expect_top(a, Kind::Capacity, Origin::Application);
+    expect_none(estimated(sparse_capacity(true, 6400), c));
+  }
+}
+
 TEST(Estimate, AdjacentCountersAreApplicationFalseSharing) {
   Analysis a = estimated(testing::sharing_global(false, false));
   expect_top(a, Kind::FalseSharing, Origin::Application);
