@@ -41,6 +41,15 @@ struct Config {
   uint32_t max_windows = 8192;        // windows recorded over the run (then no new ones)
   uint32_t max_captures = 1u << 20;   // capture records over the run (then dropped, counted)
   bool watchpoints = true;            // the sharing stage (data watchpoints on shared lines)
+  // Pacing (added after the first version of this header): tick arms new windows only while the
+  // estimated time spent in traps stays under budget_permille of wall time, counted per thread
+  // (a window costs its busiest thread's hits x hit_cost_ns; ~10 us per hit measured here). The
+  // budget accrues with time and holds at most one second's worth, so a quiet phase cannot save
+  // up a burst. 20 per mille: the stage costs ~2% of run time at most.
+  uint32_t budget_permille = 20;
+  uint32_t hit_cost_ns = 10'000;
+  uint64_t rearm_ns = 500'000'000;    // an instruction / word is not armed again sooner (rotation)
+  uint64_t decay_ns = 100'000'000;    // sample counts of candidates are halved this often
 };
 
 // Looks up the heap object containing addr (serial, 0 if none); async-signal-safe.
@@ -88,6 +97,7 @@ struct Stats {
   uint64_t dropped = 0;          // traps not stored (table full, undecodable, not memory)
   uint64_t open_failures = 0;    // perf_event_open / fcntl / ioctl refusals
   int first_errno = 0;           // errno of the first refusal (for the report's note)
+  uint64_t rejected = 0;         // (added) candidates not armed: ip in no mapped code segment
 };
 Stats stats();
 
