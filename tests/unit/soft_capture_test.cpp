@@ -16,6 +16,9 @@
 #include <thread>
 #include <vector>
 
+#include "analysis/analysis.h"
+#include "analysis/estimate.h"
+#include "model/geometry.h"
 #include "runtime/soft/capture.h"
 #include "runtime/soft/decode.h"
 #include "soft_capture_code.h"
@@ -154,6 +157,193 @@ TEST_F(SoftCapture, HotInstructionCapturesTheLoopsAddressesInAnotherThread) {
   EXPECT_EQ(s.captures, 16u);
   EXPECT_EQ(s.dropped, 0u);
   EXPECT_EQ(s.open_failures, 0u);
+}
+
+// Two threads write different words of one line; samples from both make it a shared line, so
+// tick watches both words in both threads: each thread's writes to its word are captured with
+// the exact word, as writes, in that thread (the sharing stage's evidence for false sharing).
+TEST_F(SoftCapture, WatchpointsOnASharedLineSeeWhichThreadWroteWhichWord) {
+  ASSERT_EQ(cap::init(config(), nullptr), 0);
+  alignas(64) static uint64_t line[8];
+  std::latch tracked(2), armed(1);
+  auto body = [&](uint32_t index, uint64_t* word, uint64_t n) {
+    start_thread(index);
+    tracked.count_down();
+    armed.wait();
+    test::with_traps([&] { wmc_store(word, n); });
+    cap::remove_thread(tid());
+  };
+  std::thread a(body, 1, &line[0], 10), b(body, 2, &line[1], 12);
+  tracked.wait();
+  // One sample per thread: a shared line, but no hot instruction (min_samples 4).
+  sample(wmc_store_op, u(&line[0]), 1, profile::kAccessWrite);
+  sample(wmc_store_op, u(&line[1]), 2, profile::kAccessWrite);
+  cap::tick(now());
+  const cap::Stats armed_stats = cap::stats();
+  EXPECT_EQ(armed_stats.windows, 2u) << "first errno " << armed_stats.first_errno;
+  EXPECT_EQ(armed_stats.watch_windows, 2u);
+  armed.count_down();
+  a.join();
+  b.join();
+  cap::stop();
+
+  const auto w = windows();
+  ASSERT_EQ(w.size(), 2u);
+  for (const auto& x : w) {
+    EXPECT_EQ(x.reason, 1u);
+    EXPECT_EQ(x.ip, u(wmc_store_op));  // the sampled writer, so support() counts the window
+  }
+  const auto c = captures();
+  ASSERT_EQ(c.size(), 22u);
+  uint32_t n[3] = {};
+  for (size_t i = 0; i < c.size(); ++i) {
+    ASSERT_TRUE(c[i].thread == 1 || c[i].thread == 2);
+    const uint64_t* word = c[i].thread == 1 ? &line[0] : &line[1];
+    EXPECT_EQ(c[i].addr, u(word));
+    EXPECT_EQ(c[i].ip, u(wmc_store_op));
+    EXPECT_EQ(c[i].size, 8u);
+    EXPECT_EQ(c[i].flags, profile::kAccessWrite);
+    ASSERT_LT(c[i].window, w.size());
+    EXPECT_EQ(w[c[i].window].captures, c[i].thread == 1 ? 10u : 12u);
+    if (i && c[i].thread == c[i - 1].thread) {
+      EXPECT_GE(c[i].time_ns, c[i - 1].time_ns);
+    }
+    ++n[c[i].thread];
+  }
+  EXPECT_EQ(n[1], 10u);
+  EXPECT_EQ(n[2], 12u);
+  EXPECT_NE(c[0].window, c[c.size() - 1].window);
+  // Grouped by thread: one run of each.
+  size_t switches = 0;
+  for (size_t i = 1; i < c.size(); ++i) switches += c[i].thread != c[i - 1].thread;
+  EXPECT_EQ(switches, 1u);
+}
+
+// Column walk of a global double m[64][1024] (rows 8 KiB apart: every element of a column is
+// in the same L1 set). Samples of the walk choose the instruction, the window captures its
+// first 256 executions, and the profile built from both estimates as exact mode would judge it:
+// a conflict at L1 in the application. The two halves (stage and estimator) agree on the format.
+TEST_F(SoftCapture, CapturedColumnWalkEstimatesAsAConflict) {
+  cap::Config cfg = config();
+  cfg.captures_per_window = 256;
+  ASSERT_EQ(cap::init(cfg, nullptr), 0);
+  static double m[64][1024];
+  start_thread(0);
+  profile::Profile p;
+  p.meta.mode = uint32_t(profile::Mode::Soft);
+  p.meta.sample_source = uint32_t(profile::SampleSource::TaskClock);
+  p.meta.capture_backend = uint32_t(profile::CaptureBackend::HwBreakpoint);
+  p.meta.sample_period_ns = 1000;
+  p.meta.exited = 1;
+  p.meta.threads_seen = 1;
+  p.command = "column walk";
+  p.geometry = default_geometry();
+  p.geometry_source = "default";
+  p.counters.resize(p.geometry.levels.size());
+  const uint64_t t0 = now();
+  for (uint64_t i = 0; i < 64 * 1024; i += 97) {  // what a sampler of the whole walk would see
+    profile::SampleRecord s{};
+    s.time_ns = t0 + i;
+    s.ip = u(wmc_walk_load);
+    s.addr = u(&m[i % 64][i / 64]);
+    s.thread = 0;
+    s.size = 8;
+    s.flags = profile::kAccessRead;
+    s.level = profile::kLevelUnknown;
+    s.weight = 1000;
+    p.samples.push_back(s);
+    cap::note_sample(s);
+  }
+  p.meta.samples = p.samples.size();
+  cap::tick(now());
+  ASSERT_EQ(cap::stats().windows, 1u) << "first errno " << cap::stats().first_errno;
+  test::with_traps([&] {
+    for (int j = 0; j < 8; ++j) wmc_walk(&m[0][j], 64, sizeof m[0]);
+  });
+  cap::tick(now());
+  cap::stop();
+  p.windows = windows();
+  p.captures = captures();
+  ASSERT_EQ(p.captures.size(), 256u);
+  for (size_t i = 0; i < p.captures.size(); ++i) ASSERT_EQ(p.captures[i].addr, u(&m[i % 64][i / 64])) << i;
+
+  Status st = analysis::estimate(p);
+  ASSERT_TRUE(st.ok()) << st.error();
+  const analysis::Analysis a = analysis::analyze(p);
+  ASSERT_FALSE(a.findings.empty()) << (a.notes.empty() ? "" : a.notes[0]);
+  EXPECT_STREQ(analysis::kind_name(a.findings[0].kind), analysis::kind_name(analysis::Kind::Conflict));
+  EXPECT_STREQ(analysis::origin_name(a.findings[0].origin), analysis::origin_name(analysis::Origin::Application));
+  EXPECT_EQ(a.findings[0].level, 0);
+  EXPECT_EQ(analysis::support(p, a.findings[0]).windows, 1u);
+  EXPECT_EQ(analysis::support(p, a.findings[0]).captures, 256u);
+  cap::remove_thread(tid());
+}
+
+// A forked child inherits the fds but not the events (they follow the parent's threads):
+// after forget_after_fork nothing fires there and nothing is recorded; the parent's window is
+// untouched and still captures.
+TEST_F(SoftCapture, ForkedChildForgetsAndNothingFires) {
+  ASSERT_EQ(cap::init(config(), nullptr), 0);
+  static uint64_t buf[64];
+  start_thread(0);
+  sample(wmc_walk_load, u(buf), 0, profile::kAccessRead, 4);
+  cap::tick(now());
+  ASSERT_EQ(cap::stats().windows, 1u);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    cap::forget_after_fork();
+    const uint64_t ours = g_ours.load(), other = g_other.load();
+    test::with_traps([&] { wmc_walk(buf, 8, 8); });
+    cap::tick(now());  // stopped: arms nothing
+    siginfo_t si{};
+    si.si_code = POLL_IN;
+    ucontext_t uc{};
+    uc.uc_mcontext.gregs[REG_RIP] = greg_t(u(wmc_walk_load));
+    RegisterView rv;
+    rv.uc = &uc;
+    bool claimed = false;
+    for (int fd = 0; fd < 1024; ++fd) si.si_fd = fd, claimed = claimed || cap::on_signal(&si, rv, 0);
+    const bool ok = g_ours.load() == ours && g_other.load() == other && cap::capture_count() == 0 &&
+                    cap::window_count() == 1 && !claimed;
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  test::with_traps([&] { wmc_walk(buf, 8, 8); });
+  EXPECT_EQ(cap::capture_count(), 8u);
+  cap::remove_thread(tid());
+}
+
+// Pacing: with a budget of 1 ms (1 per mille of one second) and 100 us charged per hit, one
+// full window of 16 hits (1.6 ms) exhausts it: the next candidate waits until time has paid the
+// debt back. Times are passed to tick, so nothing here depends on the clock's pace.
+TEST_F(SoftCapture, PacingHoldsNewWindowsUntilTheBudgetRecovers) {
+  cap::Config c = config();
+  c.budget_permille = 1;
+  c.hit_cost_ns = 100'000;
+  ASSERT_EQ(cap::init(c, nullptr), 0);
+  static uint64_t buf[64];
+  start_thread(0);
+  sample(wmc_walk_load, u(buf), 0, profile::kAccessRead, 4);
+  const uint64_t t0 = now();
+  cap::tick(t0);
+  ASSERT_EQ(cap::stats().windows, 1u);
+  test::with_traps([&] { wmc_walk(buf, 16, 8); });
+  cap::tick(t0);  // full: ends and is charged 1.6 ms
+  sample(wmc_store_op, u(buf), 0, profile::kAccessWrite, 8);
+  cap::tick(t0);
+  EXPECT_EQ(cap::stats().windows, 1u);  // in debt: nothing new
+  cap::tick(t0 + 1'000'000'000);        // a second later: +1 ms, debt paid
+  ASSERT_EQ(cap::stats().windows, 2u);
+  const auto w = windows();
+  EXPECT_EQ(w[0].ip, u(wmc_walk_load));
+  EXPECT_EQ(w[0].captures, 16u);
+  EXPECT_EQ(w[0].end_ns, t0);
+  EXPECT_EQ(w[1].ip, u(wmc_store_op));  // rotation: the captured instruction waits its turn
+  cap::remove_thread(tid());
 }
 
 TEST_F(SoftCapture, InvalidConfigsAreRefusedAtInit) {

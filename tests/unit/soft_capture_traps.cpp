@@ -24,6 +24,7 @@ volatile uint64_t g_probe_word = 0;
 
 thread_local volatile bool t_step = false;
 thread_local uint64_t t_key[kMaxSlots];   // event seen in each slot (fd | window << 32)
+thread_local uint64_t t_start[kMaxSlots]; // and its window's start (windows of re-inits differ)
 thread_local uint32_t t_left[kMaxSlots];  // hits left before the emulated REFRESH runs out
 thread_local MemOperand t_prev[kMaxMemOperands];
 thread_local int t_prev_count = 0;
@@ -62,8 +63,9 @@ void on_trap(int, siginfo_t*, void* ctx) {
     if (fd < 0) continue;
     const uint32_t w = s.threads[e].window[k];
     const uint64_t key = uint64_t(uint32_t(fd)) | uint64_t(w) << 32;
-    if (t_key[k] != key) t_key[k] = key, t_left[k] = s.cfg.captures_per_window;
     const Window& win = s.windows[w];
+    if (t_key[k] != key || t_start[k] != win.start_ns)
+      t_key[k] = key, t_start[k] = win.start_ns, t_left[k] = s.cfg.captures_per_window;
     const bool hit = win.reason == 0 ? rip == win.ip : prev_touched(win.word);
     if (!hit || t_left[k] == 0) continue;
     --t_left[k];
