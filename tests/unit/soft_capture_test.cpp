@@ -105,6 +105,7 @@ class SoftCapture : public ::testing::Test {
     c.window_ns = 60'000'000'000ull;
     c.max_windows = 64;
     c.max_captures = 1 << 16;
+    c.probe = test::hw_breakpoints_fire();  // else traps are emulated (soft_capture_traps.h)
     return c;
   }
   void TearDown() override { cap::stop(); }
@@ -344,6 +345,14 @@ TEST_F(SoftCapture, PacingHoldsNewWindowsUntilTheBudgetRecovers) {
   EXPECT_EQ(w[0].end_ns, t0);
   EXPECT_EQ(w[1].ip, u(wmc_store_op));  // rotation: the captured instruction waits its turn
   cap::remove_thread(tid());
+}
+
+// Where debug registers accept events but never fire, the stage says so at init instead of
+// arming windows that stay empty.
+TEST_F(SoftCapture, ProbeRefusesMachinesWhoseBreakpointsNeverFire) {
+  cap::Config c = config();
+  c.probe = true;
+  EXPECT_EQ(cap::init(c, nullptr), test::hw_breakpoints_fire() ? 0 : ENODEV);
 }
 
 TEST_F(SoftCapture, InvalidConfigsAreRefusedAtInit) {

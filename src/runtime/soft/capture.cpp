@@ -110,8 +110,13 @@ bool record(Thread& t, Window& w, uint32_t win, const MemAccess& m, uint64_t tim
 
 int init(const Config& c, ObjectLookup lookup) {
   ErrnoGuard eg;
-  if (!valid(c)) return EINVAL;
   State& s = g();
+  int err = valid(c) ? 0 : EINVAL;
+  if (!err && c.probe) err = probe_hardware();
+  if (err) {
+    stop();  // a stage set up before stays off too: "then the stage stays off"
+    return err;
+  }
   if (s.map) {  // re-initialisation (tests): only once nothing can be running
     stop();
     unmap(s);

@@ -50,12 +50,19 @@ struct Config {
   uint32_t hit_cost_ns = 10'000;
   uint64_t rearm_ns = 500'000'000;    // an instruction / word is not armed again sooner (rotation)
   uint64_t decay_ns = 100'000'000;    // sample counts of candidates are halved this often
+  // (added) init checks that a debug-register watchpoint on this thread actually counts a write.
+  // Some VMs (Firecracker guests here) accept breakpoint events but never trigger them; init
+  // then returns ENODEV rather than arming windows that stay empty. Tests that emulate traps
+  // turn it off.
+  bool probe = true;
 };
 
 // Looks up the heap object containing addr (serial, 0 if none); async-signal-safe.
 using ObjectLookup = uint64_t (*)(uint64_t addr);
 
-// Maps the tables. Returns 0 or an errno value (then the stage stays off; the runtime notes it).
+// Maps the tables. Returns 0 or an errno value (then the stage stays off; the runtime notes it):
+// EINVAL for a config out of range, ENODEV when the probe saw breakpoints accepted but never
+// firing, or the errno with which the probe's perf_event_open was refused (EACCES, ENOENT...).
 int init(const Config& c, ObjectLookup lookup);
 
 // Thread tracking. add_thread from the thread itself at its start (after the runtime gave it an

@@ -91,6 +91,29 @@ int arm_event(uint32_t e, uint32_t slot, uint32_t w) {
   return err;
 }
 
+namespace {
+volatile uint64_t g_probe_word = 0;
+}
+
+int probe_hardware() {
+  perf_event_attr a;
+  memset(&a, 0, sizeof a);
+  a.type = PERF_TYPE_BREAKPOINT;
+  a.size = sizeof a;
+  a.exclude_kernel = 1;
+  a.exclude_hv = 1;
+  a.bp_type = HW_BREAKPOINT_W;
+  a.bp_addr = reinterpret_cast<uint64_t>(&g_probe_word);
+  a.bp_len = HW_BREAKPOINT_LEN_8;
+  const long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0) return errno;
+  for (uint64_t i = 0; i < 4; ++i) g_probe_word = i;
+  uint64_t count = 0;
+  const bool counted = read(int(fd), &count, sizeof count) == long(sizeof count) && count > 0;
+  close(int(fd));
+  return counted ? 0 : ENODEV;
+}
+
 void disarm_event(uint32_t e, uint32_t slot) {
   State& s = g();
   Thread& t = s.threads[e];

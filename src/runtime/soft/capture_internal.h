@@ -130,6 +130,10 @@ int arm_event(uint32_t e, uint32_t slot, uint32_t w);
 // Disables and closes the slot's event of entry `e` (fd table cleared first). Caller holds it.
 void disarm_event(uint32_t e, uint32_t slot);
 
+// Whether debug registers work here: 0 when a write watchpoint on this thread counts, ENODEV
+// when it is accepted but counts nothing, else perf_event_open's errno.
+int probe_hardware();
+
 // Scheduler (capture_sched.cpp).
 void sched_reset(uint64_t now_ns);
 void end_all_windows(uint64_t now_ns);
