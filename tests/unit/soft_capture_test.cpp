@@ -20,6 +20,7 @@
 #include "analysis/estimate.h"
 #include "model/geometry.h"
 #include "runtime/soft/capture.h"
+#include "runtime/soft/capture_internal.h"
 #include "runtime/soft/decode.h"
 #include "soft_capture_code.h"
 #include "soft_capture_traps.h"
@@ -353,6 +354,68 @@ TEST_F(SoftCapture, ProbeRefusesMachinesWhoseBreakpointsNeverFire) {
   cap::Config c = config();
   c.probe = true;
   EXPECT_EQ(cap::init(c, nullptr), test::hw_breakpoints_fire() ? 0 : ENODEV);
+}
+
+// Not a check: the costs the pacing defaults rest on, printed for bench/README (nothing timed
+// is asserted). Arming = perf_event_open + 3 fcntl + REFRESH per thread and slot; closing =
+// close; the signal path = on_signal on a synthetic trap of an armed window (decode_at, clock,
+// append), i.e. the stage's share of a hit without the kernel's (~10 us measured elsewhere).
+TEST_F(SoftCapture, CostOfArmingAndOfTheSignalPath) {
+  cap::Config c = config();
+  c.captures_per_window = 1 << 20;
+  c.max_windows = 4096;
+  c.max_captures = 1 << 20;
+  ASSERT_EQ(cap::init(c, nullptr), 0);
+  start_thread(0);
+  const uint8_t* ips[] = {wmc_n1, wmc_n2, wmc_n3, wmc_n4};
+  uint64_t arm_ns = 0, close_ns = 0;
+  const int rounds = 50;
+  uint64_t t = now();
+  for (int r = 0; r < rounds; ++r) {
+    for (const uint8_t* ip : ips) sample(ip, 0x1000, 0, profile::kAccessRead, 8);  // halved by decay
+    t += 2 * c.window_ns;  // past the last round's ticks and every re-arm cooldown
+    const uint64_t a = now();
+    cap::tick(t);
+    const uint64_t b = now();
+    arm_ns += b - a;
+    cap::tick(t + c.window_ns);  // all four expire and close
+    close_ns += now() - b;
+  }
+  ASSERT_EQ(cap::stats().windows, uint64_t(4 * rounds));
+  ASSERT_EQ(cap::stats().open_failures, 0u);
+  // The signal path: a window on wmc_walk_load, its event's fd, a context about to run it.
+  static uint64_t buf[4096];
+  sample(wmc_walk_load, u(buf), 0, profile::kAccessRead, 8);
+  cap::tick(t + 2 * c.window_ns);
+  const auto& st = cap::detail::g();
+  int fd = -1;
+  for (uint32_t k = 0; k < 4; ++k)
+    if (st.threads[0].fd[k] >= 0 && st.windows[st.threads[0].window[k]].ip == u(wmc_walk_load)) fd = st.threads[0].fd[k];
+  ASSERT_GE(fd, 0);
+  ucontext_t uc{};
+  _libc_fpstate fp{};
+  uc.uc_mcontext.fpregs = &fp;
+  uc.uc_mcontext.gregs[REG_RIP] = greg_t(u(wmc_walk_load));
+  RegisterView rv;
+  rv.uc = &uc;
+  rv.fs_base = t_fs_base;
+  siginfo_t si{};
+  si.si_code = POLL_IN;
+  si.si_fd = fd;
+  const int calls = 20000;
+  const uint64_t a = now();
+  for (int i = 0; i < calls; ++i) {
+    uc.uc_mcontext.gregs[REG_RDI] = greg_t(u(&buf[i % 4096]));
+    ASSERT_TRUE(cap::on_signal(&si, rv, 0));
+  }
+  const uint64_t sig_ns = now() - a;
+  EXPECT_EQ(cap::stats().captures, uint64_t(calls));
+  std::fprintf(stderr, "capture costs: arm %.1f us, close %.1f us per event; on_signal %.0f ns per capture\n",
+               double(arm_ns) / (4.0 * rounds) / 1000.0, double(close_ns) / (4.0 * rounds) / 1000.0,
+               double(sig_ns) / calls);
+  RecordProperty("arm_us_per_event", int(arm_ns / (4 * rounds) / 1000));
+  RecordProperty("on_signal_ns", int(sig_ns / calls));
+  cap::remove_thread(tid());
 }
 
 TEST_F(SoftCapture, InvalidConfigsAreRefusedAtInit) {
