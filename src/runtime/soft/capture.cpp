@@ -15,10 +15,11 @@
 namespace whymiss::soft::capture {
 
 namespace detail {
-State& g() {
-  static State s;
-  return s;
-}
+namespace {
+// Constant-initialised (no guard variable): a handler may look at it before init ran.
+constinit State g_state{};
+}  // namespace
+State& g() { return g_state; }
 }  // namespace detail
 
 using namespace detail;

@@ -103,8 +103,8 @@ struct State {
   std::atomic<bool> on{false};       // init done and not stopped: tick may arm
   std::atomic<bool> ready{false};    // tables mapped: handlers may look
   // Scheduler (tick only).
-  uint32_t slot_window[kMaxSlots];   // window open in each slot, or kNone
-  uint64_t slot_backoff[kMaxSlots];  // no arming in the slot before this time
+  uint32_t slot_window[kMaxSlots] = {};   // window open in each slot, or kNone
+  uint64_t slot_backoff[kMaxSlots] = {};  // no arming in the slot before this time
   int64_t budget_ns = 0;             // capture time the stage may still spend
   uint64_t last_tick_ns = 0, last_decay_ns = 0;
 };
