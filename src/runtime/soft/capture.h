@@ -63,6 +63,9 @@ using ObjectLookup = uint64_t (*)(uint64_t addr);
 // Maps the tables. Returns 0 or an errno value (then the stage stays off; the runtime notes it):
 // EINVAL for a config out of range, ENODEV when the probe saw breakpoints accepted but never
 // firing, or the errno with which the probe's perf_event_open was refused (EACCES, ENOENT...).
+// The decoder (soft::init) must be set up first: arming checks instructions against its module
+// table (ips in no mapped code are rejected, Stats::rejected) and traps are decoded with it.
+// Design, pacing defaults and measured costs: docs/soft-capture.md.
 int init(const Config& c, ObjectLookup lookup);
 
 // Thread tracking. add_thread from the thread itself at its start (after the runtime gave it an
