@@ -403,6 +403,70 @@ TEST_F(SoftCapture, ThreadsComingAndGoingWhileTickingLeaveNothingOpen) {
   EXPECT_EQ(perf_fds(), before);
 }
 
+// The run's capture pool is bounded: past max_captures, traps are dropped and counted (in the
+// window and in the stats), never stored out of bounds.
+TEST_F(SoftCapture, FullCapturePoolDropsAndCounts) {
+  cap::Config c = config();
+  c.max_captures = 10;
+  ASSERT_EQ(cap::init(c, nullptr), 0);
+  static uint64_t buf[64];
+  start_thread(0);
+  sample(wmc_walk_load, u(buf), 0, profile::kAccessRead, 4);
+  cap::tick(now());
+  ASSERT_EQ(cap::stats().windows, 1u);
+  test::with_traps([&] { wmc_walk(buf, 16, 8); });
+  cap::stop();
+  EXPECT_EQ(cap::capture_count(), 10u);
+  EXPECT_EQ(cap::stats().captures, 10u);
+  EXPECT_EQ(cap::stats().dropped, 6u);
+  const auto w = windows();
+  EXPECT_EQ(w[0].captures, 10u);
+  EXPECT_EQ(w[0].dropped, 6u);
+  const auto got = captures();
+  ASSERT_EQ(got.size(), 10u);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].addr, u(&buf[i]));
+  cap::remove_thread(tid());
+}
+
+// A thread that starts while a window is open gets it at the next tick; a window nobody fills
+// ends when window_ns has passed, with the tick's time as its end.
+TEST_F(SoftCapture, LateThreadsJoinOpenWindowsAndIdleWindowsExpire) {
+  ASSERT_EQ(cap::init(config(), nullptr), 0);
+  static uint64_t buf[64];
+  start_thread(0);
+  sample(wmc_walk_load, u(buf), 0, profile::kAccessRead, 4);
+  sample(wmc_n1, u(buf), 0, profile::kAccessRead, 4);
+  const uint64_t t0 = now();
+  cap::tick(t0);
+  ASSERT_EQ(cap::stats().windows, 2u);
+  std::latch tracked(1), joined(1);
+  std::thread late([&] {
+    start_thread(1);
+    tracked.count_down();
+    joined.wait();
+    test::with_traps([&] { wmc_walk(buf, 4, 16); });
+    cap::remove_thread(tid());
+  });
+  tracked.wait();
+  cap::tick(t0 + 1);  // arms the open windows in thread 1
+  joined.count_down();
+  late.join();
+  const uint64_t t_end = t0 + config().window_ns;
+  cap::tick(t_end);  // both expire (thread 0 never ran either instruction)
+  const auto w = windows();
+  ASSERT_EQ(w.size(), 2u);
+  for (const auto& x : w) EXPECT_EQ(x.end_ns, t_end);
+  const auto c = captures();
+  ASSERT_EQ(c.size(), 4u);
+  for (size_t i = 0; i < c.size(); ++i) {
+    EXPECT_EQ(c[i].thread, 1u);
+    EXPECT_EQ(c[i].addr, u(&buf[2 * i]));
+    EXPECT_EQ(w[c[i].window].ip, u(wmc_walk_load));
+  }
+  EXPECT_EQ(cap::stats().open_failures, 0u);
+  cap::remove_thread(tid());
+}
+
 // Not a check: the costs the pacing defaults rest on, printed for bench/README (nothing timed
 // is asserted). Arming = perf_event_open + 3 fcntl + REFRESH per thread and slot; closing =
 // close; the signal path = on_signal on a synthetic trap of an armed window (decode_at, clock,
