@@ -235,10 +235,13 @@ bool on_signal(const siginfo_t* si, const RegisterView& regs, uint32_t thread_in
   if (t.index != thread_index) return false;
   Window& w = s.windows[win];
   const uint64_t rip = regs.uc ? uint64_t(regs.uc->uc_mcontext.gregs[REG_RIP]) : 0;
-  // An execution breakpoint traps with rip on its instruction; anything else is a reused fd.
-  if (w.reason == 0 && rip != w.ip) return false;
+  // The fd is ours now (the table is cleared before every close), so the signal is too (at
+  // worst it was queued by a previous owner of the number, whose signals nobody wants). It is
+  // counted as a hit, for the window's end, but stored only if its context is the trap's: an
+  // execution breakpoint's signal is delivered with rip on its instruction, unless the thread
+  // had the signal blocked and takes it later, elsewhere.
   const uint32_t hits = t.hits[slot].fetch_add(1, std::memory_order_relaxed) + 1;
-  if (hits > s.cfg.captures_per_window || !regs.uc) {  // beyond the refresh bound: not stored
+  if (hits > s.cfg.captures_per_window || !regs.uc || (w.reason == 0 && rip != w.ip)) {
     w.dropped.fetch_add(1, std::memory_order_relaxed);
     s.dropped.fetch_add(1, std::memory_order_relaxed);
     return true;
