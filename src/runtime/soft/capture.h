@@ -41,12 +41,31 @@ struct Config {
   uint32_t max_windows = 8192;        // windows recorded over the run (then no new ones)
   uint32_t max_captures = 1u << 20;   // capture records over the run (then dropped, counted)
   bool watchpoints = true;            // the sharing stage (data watchpoints on shared lines)
+  // Pacing (added after the first version of this header): tick arms new windows only while the
+  // estimated time spent in traps stays under budget_permille of wall time, counted per thread
+  // (a window costs its busiest thread's hits x hit_cost_ns; ~10 us per hit measured here). The
+  // budget accrues with time and holds at most one second's worth, so a quiet phase cannot save
+  // up a burst. 20 per mille: the stage costs ~2% of run time at most.
+  uint32_t budget_permille = 20;
+  uint32_t hit_cost_ns = 10'000;
+  uint64_t rearm_ns = 500'000'000;    // an instruction / word is not armed again sooner (rotation)
+  uint64_t decay_ns = 100'000'000;    // sample counts of candidates are halved this often
+  // (added) init checks that a debug-register watchpoint on this thread actually counts a write.
+  // Some VMs (Firecracker guests here) accept breakpoint events but never trigger them; init
+  // then returns ENODEV rather than arming windows that stay empty. Tests that emulate traps
+  // turn it off.
+  bool probe = true;
 };
 
 // Looks up the heap object containing addr (serial, 0 if none); async-signal-safe.
 using ObjectLookup = uint64_t (*)(uint64_t addr);
 
-// Maps the tables. Returns 0 or an errno value (then the stage stays off; the runtime notes it).
+// Maps the tables. Returns 0 or an errno value (then the stage stays off; the runtime notes it):
+// EINVAL for a config out of range, ENODEV when the probe saw breakpoints accepted but never
+// firing, or the errno with which the probe's perf_event_open was refused (EACCES, ENOENT...).
+// The decoder (soft::init) must be set up first: arming checks instructions against its module
+// table (ips in no mapped code are rejected, Stats::rejected) and traps are decoded with it.
+// Design, pacing defaults and measured costs: docs/soft-capture.md.
 int init(const Config& c, ObjectLookup lookup);
 
 // Thread tracking. add_thread from the thread itself at its start (after the runtime gave it an
@@ -88,6 +107,7 @@ struct Stats {
   uint64_t dropped = 0;          // traps not stored (table full, undecodable, not memory)
   uint64_t open_failures = 0;    // perf_event_open / fcntl / ioctl refusals
   int first_errno = 0;           // errno of the first refusal (for the report's note)
+  uint64_t rejected = 0;         // (added) candidates not armed: ip in no mapped code segment
 };
 Stats stats();
 

@@ -75,8 +75,9 @@ void end_notes(const profile::MetaRecord& meta) {
     add_note(c.open_failures ? 1 : 0,
              Text().s("capture stage: ").u(c.windows).s(" windows (").u(c.watch_windows)
                  .s(" on shared lines), ").u(c.captures).s(" captures, ").u(c.dropped)
-                 .s(" traps dropped, ").u(c.open_failures).s(" events refused (first errno ")
-                 .u(uint64_t(c.first_errno)).s(")").c_str());
+                 .s(" traps dropped, ").u(c.rejected).s(" candidates outside mapped code, ")
+                 .u(c.open_failures).s(" events refused (first errno ").u(uint64_t(c.first_errno))
+                 .s(")").c_str());
   }
 #endif
   if (g.pmu_mode && g.pmu_unknown_thread.load())

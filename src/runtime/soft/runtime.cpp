@@ -479,8 +479,13 @@ void init() {
       g.capture_on = true;
     } else {
       char msg[kNoteLen];
-      std::snprintf(msg, sizeof msg, "the capture stage could not start (%s); misses are modelled from samples only",
-                    strerrordesc_np(e) ? strerrordesc_np(e) : "error");
+      if (e == ENODEV)
+        std::snprintf(msg, sizeof msg, "the capture stage is unavailable: this machine accepts hardware "
+                      "breakpoints but never fires them (docs/soft-capture.md); misses are modelled "
+                      "from samples only");
+      else
+        std::snprintf(msg, sizeof msg, "the capture stage could not start (%s); misses are modelled from samples only",
+                      strerrordesc_np(e) ? strerrordesc_np(e) : "error");
       add_note(1, msg);
     }
   }
