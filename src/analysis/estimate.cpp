@@ -271,7 +271,11 @@ struct Estimator {
   }
 
   // Algorithm 1 on sampled lines at level l: the share of `addrs` in sets holding more distinct
-  // lines than ways, when all distinct lines fit in the level (else 0).
+  // lines than ways, when all distinct lines fit in the level (else 0). A set counts as crowded
+  // only beyond twice the lines per set that spreading the same lines evenly would give: sparse
+  // samples of a large sweep are spread evenly, and when they nearly fill the level about half
+  // the sets exceed the ways by chance (Poisson around the mean); a real concentration puts
+  // many lines in few sets, far above the mean.
   double crowded_share(const std::vector<uint64_t>& addrs, size_t l) const {
     const LevelGeometry& g = p.geometry.levels[l];
     std::set<uint64_t> distinct;
@@ -279,8 +283,10 @@ struct Estimator {
     if (addrs.empty() || distinct.size() * line > g.size) return 0;
     std::map<uint64_t, uint32_t> per_set;
     for (uint64_t d : distinct) per_set[d % g.sets()]++;
+    const double even = double(distinct.size()) / double(g.sets());
+    const double limit = std::max(double(g.ways), 2 * even);
     uint64_t in = 0;
-    for (uint64_t a : addrs) in += per_set[line_of(a) % g.sets()] > g.ways;
+    for (uint64_t a : addrs) in += double(per_set[line_of(a) % g.sets()]) > limit;
     return double(in) / double(addrs.size());
   }
 
