@@ -272,10 +272,11 @@ struct Estimator {
 
   // Algorithm 1 on sampled lines at level l: the share of `addrs` in sets holding more distinct
   // lines than ways, when all distinct lines fit in the level (else 0). A set counts as crowded
-  // only beyond twice the lines per set that spreading the same lines evenly would give: sparse
-  // samples of a large sweep are spread evenly, and when they nearly fill the level about half
-  // the sets exceed the ways by chance (Poisson around the mean); a real concentration puts
-  // many lines in few sets, far above the mean.
+  // only beyond 1.5 times the lines per set of an even spread of the same lines: sparse samples
+  // of a large sweep spread evenly, and when they nearly fill the level about half the sets exceed
+  // the ways by chance (Poisson around the mean), while beyond 1.5 times the mean lie only a few
+  // percent of sets for any mean near the ways. A real concentration (objects at one set offset)
+  // leaves most sets empty, so the even spread is low and the limit stays at the ways.
   double crowded_share(const std::vector<uint64_t>& addrs, size_t l) const {
     const LevelGeometry& g = p.geometry.levels[l];
     std::set<uint64_t> distinct;
@@ -284,7 +285,7 @@ struct Estimator {
     std::map<uint64_t, uint32_t> per_set;
     for (uint64_t d : distinct) per_set[d % g.sets()]++;
     const double even = double(distinct.size()) / double(g.sets());
-    const double limit = std::max(double(g.ways), 2 * even);
+    const double limit = std::max(double(g.ways), 1.5 * even);
     uint64_t in = 0;
     for (uint64_t a : addrs) in += double(per_set[line_of(a) % g.sets()]) > limit;
     return double(in) / double(addrs.size());

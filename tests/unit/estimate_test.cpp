@@ -59,6 +59,17 @@ TEST(Estimate, LockstepHeapObjectsAreAnAllocatorConflict) {
   EXPECT_GE(a.findings[0].objects.size(), 2u);
 }
 
+TEST(Estimate, LockstepHeapObjectsFromSamplesAloneAreAnAllocatorConflict) {
+  // No capture stage (debug registers that never fire): Algorithm 1 on the sampled lines alone.
+  // The sampled lines fill only the objects' sets, about half of L1's, well above the even
+  // spread, where a sweep fills them all about evenly.
+  SamplerConfig c;
+  c.window_every = 0;
+  Analysis a = estimated(testing::conflict_alloc(false), c);
+  expect_top(a, Kind::Conflict, Origin::Allocator);
+  expect_none(estimated(testing::conflict_alloc(true), c));
+}
+
 TEST(Estimate, StaggeredHeapObjectsHaveNoFinding) { expect_none(estimated(testing::conflict_alloc(true))); }
 
 TEST(Estimate, RepeatedSweepOf8MiBIsCapacityBeyondL1) {
