@@ -41,6 +41,7 @@
 #include "runtime/common/heap.h"
 #include "runtime/common/runtime_state.h"
 #include "runtime/common/signal_guard.h"
+#include "runtime/common/spinlock.h"
 #include "runtime/pmu/live.h"
 #include "runtime/pmu/plan.h"
 #include "runtime/soft/decode.h"
@@ -63,6 +64,8 @@ constexpr uint64_t kDefaultPeriodUs = 1000;
 constexpr size_t kMaxSamples = size_t(1) << 20;   // 48 MiB of address space, touched as used
 constexpr size_t kDecodeArena = size_t(2) << 20;
 constexpr uint64_t kCollectorTickNs = 5'000'000;
+
+SpinLock g_tick_lock;  // the collector's tick, and fork()
 
 thread_local ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
 thread_local bool t_in_runtime __attribute__((tls_model("initial-exec"))) = false;
@@ -271,6 +274,7 @@ void* collector_main(void*) {
   while (!g.collector_stop.load(std::memory_order_acquire)) {
     timespec ts{0, long(kCollectorTickNs)};
     nanosleep(&ts, nullptr);
+    LockGuard tick(g_tick_lock);  // held across the tick: fork() waits for it (before_fork)
     g.collector_busy.store(1, std::memory_order_seq_cst);
     if (g.collector_stop.load(std::memory_order_seq_cst) ||
         g.state.load(std::memory_order_seq_cst) != kRecording) {
@@ -316,13 +320,22 @@ void start_collector() {
 
 // ---- fork ----
 
-void before_fork() { heap_before_fork(); }
-void after_fork_parent() { heap_after_fork_parent(); }
+// The collector's tick is held off across fork(): a child must not inherit a lock the collector
+// held mid-tick (the loader's, in dl_iterate_phdr; the capture stage's or the pmu rings' state).
+void before_fork() {
+  g_tick_lock.lock();
+  heap_before_fork();
+}
+void after_fork_parent() {
+  heap_after_fork_parent();
+  g_tick_lock.unlock();
+}
 // The child runs unprofiled (its parent's profile is the one being written): it forgets the
 // parent's events without touching them. The descriptors it inherited refer to the parent's
 // threads' events; closing them here only drops the child's references.
 void after_fork_child() {
   heap_after_fork_child();
+  g_tick_lock.reset();
   g.state.store(kDisabled);
   uint32_t n = g.next_index.load();
   if (n > kMaxThreads) n = kMaxThreads;
