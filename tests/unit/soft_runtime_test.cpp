@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "model/profile.h"
+#include "runtime/pmu/plan.h"
 
 namespace {
 
@@ -38,7 +39,7 @@ std::string slurp(const std::string& path) {
 
 // Runs the helper with the runtime preloaded; `deny_perf` installs a seccomp filter that fails
 // perf_event_open with EPERM first (as Docker's default profile does).
-HelperRun run_helper(const char* mode, bool deny_perf) {
+HelperRun run_helper(const char* mode, bool deny_perf, std::vector<std::string> env = {}) {
   char dir[] = "/tmp/whymiss-soft-rt-XXXXXX";
   if (!mkdtemp(dir)) return {};
   HelperRun r;
@@ -64,10 +65,15 @@ HelperRun run_helper(const char* mode, bool deny_perf) {
     }
     std::string pre = "LD_PRELOAD=" WHYMISS_SOFT_LIB, o_env = "WHYMISS_OUTPUT=" + r.profile_path;
     std::string pid_env = "WHYMISS_PID=" + std::to_string(getpid());
-    char* envp[] = {pre.data(), o_env.data(), pid_env.data(), const_cast<char*>("WHYMISS_MODE=soft"),
-                    const_cast<char*>("WHYMISS_PERIOD_US=200"), nullptr};
+    env.insert(env.begin(), {pre, o_env, pid_env, "WHYMISS_PERIOD_US=200"});
+    bool has_mode = false;
+    for (const auto& kv : env) has_mode |= kv.rfind("WHYMISS_MODE=", 0) == 0;
+    if (!has_mode) env.push_back("WHYMISS_MODE=soft");
+    std::vector<char*> envp;
+    for (auto& kv : env) envp.push_back(kv.data());
+    envp.push_back(nullptr);
     char* argv[] = {const_cast<char*>(WHYMISS_SOFT_HELPER), const_cast<char*>(mode), nullptr};
-    execve(WHYMISS_SOFT_HELPER, argv, envp);
+    execve(WHYMISS_SOFT_HELPER, argv, envp.data());
     _exit(127);
   }
   waitpid(pid, &r.status, 0);
@@ -138,6 +144,56 @@ TEST(SoftRuntime, ForkedChildRunsUnprofiledAndLeavesTheParentsProfile) {
   EXPECT_EQ(p->meta.pid, uint64_t(p->meta.pid));
   EXPECT_EQ(p->threads.size(), 1u) << "only the parent's main thread";
   EXPECT_GT(p->samples.size(), 50u);
+}
+
+// pmu mode's live path on this machine: a plan in the PEBS sample format whose event is the
+// software page-fault counter (as tests/unit/pmu_live_test.cpp does), so the kernel writes real
+// records that the collector thread drains.
+std::string page_fault_plan(uint32_t type) {
+  using namespace whymiss::pmu;
+  Plan p;
+  p.backend = Backend::IntelPebs;
+  p.event_count = 1;
+  p.events[0].type = type;
+  p.events[0].config = PERF_COUNT_SW_PAGE_FAULTS;
+  p.events[0].role = Role::Loads;
+  p.sample_type = kPebsSampleType;
+  p.period = 1;
+  return std::string(kPlanEnv) + "=" + plan_to_string(p);
+}
+
+TEST(SoftRuntime, PmuModeDrainsTheRingsOfItsPlan) {
+  HelperRun r = run_helper("work", false, {"WHYMISS_MODE=pmu", page_fault_plan(PERF_TYPE_SOFTWARE)});
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out << r.err;
+  auto p = whymiss::profile::read_profile(r.profile_path);
+  ASSERT_TRUE(p) << p.error();
+  ASSERT_EQ(p->meta.mode, uint32_t(whymiss::profile::Mode::Pmu));
+  EXPECT_EQ(p->meta.sample_source, uint32_t(whymiss::profile::SampleSource::Pebs));
+  // The helper's 2 MiB array faults in 512 pages, each a sample with the faulting address.
+  size_t in_array = 0;
+  for (const auto& s : p->samples) in_array += s.object != 0;
+  EXPECT_GE(in_array, 256u);
+}
+
+TEST(SoftRuntime, PmuPlanThatDoesNotOpenFallsBackToSoft) {
+  HelperRun r = run_helper("work", false, {"WHYMISS_MODE=pmu", page_fault_plan(0x7ffffff0)});
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "ok work\n");
+  auto p = whymiss::profile::read_profile(r.profile_path);
+  ASSERT_TRUE(p) << p.error();
+  EXPECT_EQ(p->meta.mode, uint32_t(whymiss::profile::Mode::Soft));
+  EXPECT_TRUE(has_note(*p, "fell back to soft sampling"));
+  EXPECT_GT(p->samples.size(), 100u);
+}
+
+TEST(SoftRuntime, PmuModeWithoutAPlanFallsBackToSoft) {
+  HelperRun r = run_helper("work", false, {"WHYMISS_MODE=pmu", "WHYMISS_PMU_PLAN=garbage"});
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out << r.err;
+  auto p = whymiss::profile::read_profile(r.profile_path);
+  ASSERT_TRUE(p) << p.error();
+  EXPECT_EQ(p->meta.mode, uint32_t(whymiss::profile::Mode::Soft));
+  EXPECT_TRUE(has_note(*p, "fell back to soft sampling"));
+  EXPECT_GT(p->samples.size(), 100u);
 }
 
 }  // namespace

@@ -51,7 +51,7 @@ T* alloc_array(size_t n) {
 
 void end_notes(const profile::MetaRecord& meta) {
   uint32_t threads = std::min(g.next_index.load(), kMaxThreads);
-  if (uint64_t f = g.open_failures.load(); f && g.sampling)
+  if (uint64_t f = g.open_failures.load(); f && (g.sampling || g.pmu_mode))
     add_note(1, Text().s("the sampling events of ").u(f).s(" of ").u(threads)
                     .s(" threads could not be opened (errno ").u(uint64_t(g.first_open_errno.load()))
                     .s("); those threads are not sampled").c_str());

@@ -509,7 +509,26 @@ void init() {
   g.state.store(kRecording, std::memory_order_release);
 
   // The main thread, then one clear sentence if the kernel refuses the event.
-  attach_thread(g.next_index.fetch_add(1));
+  ThreadState* main_thread = attach_thread(g.next_index.fetch_add(1));
+  if (g.pmu_mode && g.first_open_errno.load() != 0) {
+    // The plan the CLI detected does not open here (e.g. another machine's plan, or a VM whose
+    // PMU went away): sample time instead, as auto mode would have chosen.
+    char msg[kNoteLen];
+    const char* why = strerrordesc_np(g.first_open_errno.load());
+    std::snprintf(msg, sizeof msg, "the pmu events of the plan could not be opened (%s); fell back to soft sampling",
+                  why ? why : "error");
+    add_note(1, msg);
+    g.pmu_mode = false;
+    g.pmu->close_all();
+    g.first_open_errno.store(0);
+    g.open_failures.store(0);
+    g.sampling = handler_ok;
+    if (g.sampling && main_thread) {
+      int fd = soft::open_task_clock(main_thread->tid, g.period_ns, g.signo);
+      if (fd >= 0) main_thread->fd.store(fd, std::memory_order_release);
+      else note_open_failure(-fd);
+    }
+  }
   if (g.sampling && g.first_open_errno.load() != 0) {
     char msg[kNoteLen];
     soft::refusal_message(g.first_open_errno.load(), soft::read_perf_paranoid(), msg, sizeof msg);
