@@ -1,5 +1,5 @@
-// Signal dispositions as a preloaded or linked runtime must handle them (used by the soft
-// runtime; written so that the exact runtime can move onto it too).
+// Signal dispositions as a preloaded or linked runtime must handle them (used by both runtimes:
+// exact/runtime.cpp and soft/runtime.cpp).
 //
 //  - Fatal and terminating signals (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGINT, SIGTERM,
 //    SIGHUP, SIGQUIT) whose disposition is SIG_DFL: the runtime stands in for the default action,
