@@ -427,7 +427,27 @@ TEST_F(SoftCapture, PacingHoldsNewWindowsUntilTheBudgetRecovers) {
 TEST_F(SoftCapture, ProbeRefusesMachinesWhoseBreakpointsNeverFire) {
   cap::Config c = config();
   c.probe = true;
+  c.allow_int3 = false;
   EXPECT_EQ(cap::init(c, nullptr), test::hw_breakpoints_fire() ? 0 : ENODEV);
+  EXPECT_EQ(cap::backend(), test::hw_breakpoints_fire() ? profile::CaptureBackend::HwBreakpoint
+                                                        : profile::CaptureBackend::None);
+}
+
+// The fallback to int3 needs SIGTRAP; here the trap emulation owns it (on a machine whose
+// breakpoints fire, init keeps the hardware): refused with EBUSY, counted, the stage off.
+// (The Int3 backend itself is tested in soft_capture_int3_test, where SIGTRAP is free.)
+TEST_F(SoftCapture, Int3FallbackRefusedWhenSIGTRAPIsTaken) {
+  cap::Config c = config();
+  c.probe = true;
+  const uint64_t owned = cap::stats().sigtrap_owned;
+  if (test::hw_breakpoints_fire()) {
+    EXPECT_EQ(cap::init(c, nullptr), 0);
+    EXPECT_EQ(cap::backend(), profile::CaptureBackend::HwBreakpoint);
+    return;
+  }
+  EXPECT_EQ(cap::init(c, nullptr), EBUSY);
+  EXPECT_EQ(cap::backend(), profile::CaptureBackend::None);
+  EXPECT_EQ(cap::stats().sigtrap_owned, owned + 1);
 }
 
 int perf_fds() {

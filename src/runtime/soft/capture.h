@@ -55,6 +55,18 @@ struct Config {
   // then returns ENODEV rather than arming windows that stay empty. Tests that emulate traps
   // turn it off.
   bool probe = true;
+  // (added) Software breakpoints (CaptureBackend::Int3) where the probe finds debug registers
+  // dead: the window's instruction gets an int3 on its first byte instead of a debug register;
+  // each hit is stepped over in place (two SIGTRAPs: the int3, then the single step). Slots
+  // then only bound the windows open at once. No watchpoints with this backend: the sharing
+  // stage is off and sharing comes from samples. force_int3 picks it without probing (tests,
+  // or where debug registers are wanted by someone else).
+  bool allow_int3 = true;
+  bool force_int3 = false;
+  // What an int3 hit costs the trapped thread (two signals and four code writes): replaces
+  // hit_cost_ns for the pacing when the backend is Int3. ~23 us measured on this VM
+  // (SoftCaptureInt3.CostPerHit).
+  uint32_t int3_hit_cost_ns = 25'000;
 };
 
 // Looks up the heap object containing addr (serial, 0 if none); async-signal-safe.
@@ -63,6 +75,14 @@ using ObjectLookup = uint64_t (*)(uint64_t addr);
 // Maps the tables. Returns 0 or an errno value (then the stage stays off; the runtime notes it):
 // EINVAL for a config out of range, ENODEV when the probe saw breakpoints accepted but never
 // firing, or the errno with which the probe's perf_event_open was refused (EACCES, ENOENT...).
+// (added) When the probe fails and allow_int3 is set (or force_int3), the Int3 backend is used
+// instead and init returns 0, unless SIGTRAP is not at its default disposition (the program or
+// a debugger owns it): then EBUSY, counted in Stats::sigtrap_owned, and the stage stays off.
+// SIGTRAP division of labour: with the Int3 backend this stage installs its own SIGTRAP handler
+// at init (kept for the life of the process, so late and inherited traps are always handled);
+// the runtime must not install, block or forward anything for SIGTRAP and calls nothing here for
+// it. Traps that are not the stage's get the default action (the handler restores SIG_DFL and
+// lets the trap happen again).
 // The decoder (soft::init) must be set up first: arming checks instructions against its module
 // table (ips in no mapped code are rejected, Stats::rejected) and traps are decoded with it.
 // Design, pacing defaults and measured costs: docs/soft-capture.md.
@@ -89,9 +109,16 @@ void tick(uint64_t now_ns);
 bool on_signal(const siginfo_t* si, const RegisterView& regs, uint32_t thread_index);
 
 // Disarms everything and stops arming (end of the run, possibly with threads still running).
+// With Int3, restores every patched byte and page protection before returning.
 void stop();
 // In a forked child: forgets the parent's events without touching them (closes the fds only).
+// With Int3 it also restores the code bytes the child inherited patched (the SIGTRAP handler
+// does so too on a child's first hit, so a child whose runtime never calls this is safe).
 void forget_after_fork();
+
+// (added) The backend in use since the last successful init: None (no init, or init failed),
+// HwBreakpoint or Int3. The runtime writes it into MetaRecord::capture_backend.
+profile::CaptureBackend backend();
 
 // Results, after stop(). Windows in the order they were armed; captures grouped by thread in
 // time order per thread (CaptureRecord::window indexes the exported windows).
@@ -108,6 +135,14 @@ struct Stats {
   uint64_t open_failures = 0;    // perf_event_open / fcntl / ioctl refusals
   int first_errno = 0;           // errno of the first refusal (for the report's note)
   uint64_t rejected = 0;         // (added) candidates not armed: ip in no mapped code segment
+                                 // (Int3: also undecodable, not a memory access, pushf/popf)
+  // (added) Int3 backend. watch_windows stays 0 (no software watchpoints: sharing from samples).
+  uint64_t sigtrap_owned = 0;    // inits refused because SIGTRAP was not ours to take (EBUSY);
+                                 // counted even though the stage then stays off
+  uint64_t int3_passed = 0;      // hits stepped over without a record: untracked threads,
+                                 // threads past captures_per_window, the window's hit limit
+  uint64_t int3_bounces = 0;     // a stepping thread met an int3 re-inserted by another: retried
+  uint64_t int3_stale = 0;       // traps of an int3 removed since (re-executed, not recorded)
 };
 Stats stats();
 

@@ -1,0 +1,447 @@
+// The capture stage's Int3 backend, for real: software breakpoints (0xCC patched over the first
+// byte of the window's instruction) trap on every x86-64 Linux, VMs included, so nothing here is
+// emulated. A separate binary from soft_capture_test because that one's trap emulation owns
+// SIGTRAP, which this backend needs at its default disposition. Synchronisation is by latches
+// and joins, never by sleeping; no timing is asserted (the cost test only prints).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <latch>
+#include <thread>
+#include <vector>
+
+#include "analysis/analysis.h"
+#include "analysis/estimate.h"
+#include "model/geometry.h"
+#include "runtime/soft/capture.h"
+#include "runtime/soft/capture_internal.h"
+#include "runtime/soft/decode.h"
+#include "soft_capture_code.h"
+
+namespace whymiss::soft {
+namespace {
+
+namespace cap = capture;
+
+pid_t tid() { return pid_t(syscall(SYS_gettid)); }
+uint64_t now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+}
+uint64_t u(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+void sample(const void* ip, uint64_t addr, uint32_t thread, uint8_t flags, int times = 1) {
+  profile::SampleRecord s{};
+  s.time_ns = now();
+  s.ip = u(ip);
+  s.addr = addr;
+  s.thread = thread;
+  s.size = 8;
+  s.flags = flags;
+  s.level = profile::kLevelUnknown;
+  for (int i = 0; i < times; ++i) cap::note_sample(s);
+}
+
+std::vector<profile::WindowRecord> windows() {
+  std::vector<profile::WindowRecord> w(cap::window_count());
+  w.resize(cap::export_windows(w.data(), w.size()));
+  return w;
+}
+std::vector<profile::CaptureRecord> captures() {
+  std::vector<profile::CaptureRecord> c(cap::capture_count());
+  c.resize(cap::export_captures(c.data(), c.size()));
+  return c;
+}
+
+// The code bytes of the instruction as the assembler left them (read before any arming).
+struct Bytes {
+  uint8_t b[8];
+  explicit Bytes(const void* ip) { std::memcpy(b, ip, sizeof b); }
+  bool same_as(const void* ip) const { return std::memcmp(b, ip, sizeof b) == 0; }
+};
+const Bytes& walk_bytes() {
+  static const Bytes b(wmc_walk_load);
+  return b;
+}
+uint8_t first_byte(const void* ip) { return *static_cast<const volatile uint8_t*>(ip); }
+
+// The protection of the page holding ip, from /proc/self/maps ("r-x" expected outside windows).
+std::string page_perms(const void* ip) {
+  FILE* f = std::fopen("/proc/self/maps", "r");
+  char line[512];
+  std::string r;
+  while (f && std::fgets(line, sizeof line, f)) {
+    unsigned long lo = 0, hi = 0;
+    char perms[8] = {};
+    if (std::sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && u(ip) >= lo && u(ip) < hi) r = perms;
+  }
+  if (f) std::fclose(f);
+  return r.substr(0, 3);
+}
+
+class SoftCaptureInt3 : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    (void)walk_bytes();
+    ASSERT_TRUE(init(1 << 20));
+    struct sigaction old;
+    ASSERT_EQ(sigaction(SIGTRAP, nullptr, &old), 0);
+    ASSERT_EQ(old.sa_handler, SIG_DFL);
+  }
+  static cap::Config config() {
+    cap::Config c;
+    c.signo = SIGRTMIN + 5;
+    c.max_threads = 64;
+    c.captures_per_window = 16;
+    c.window_ns = 60'000'000'000ull;
+    c.max_windows = 64;
+    c.max_captures = 1 << 16;
+    c.probe = false;
+    c.force_int3 = true;  // the backend under test, whatever the machine's debug registers do
+    return c;
+  }
+  void SetUp() override { perms_ = page_perms(wmc_walk_load); }
+  void TearDown() override {
+    cap::stop();
+    EXPECT_TRUE(walk_bytes().same_as(wmc_walk_load)) << "an int3 left behind";
+    EXPECT_EQ(page_perms(wmc_walk_load), perms_);
+  }
+  std::string perms_;
+};
+
+// The collector (this thread) arms a window; the worker's loop is captured exactly, in order,
+// up to the bound; the int3 is there while the window is open and gone once it is full, ended,
+// stopped; the page's protection is back.
+TEST_F(SoftCaptureInt3, HotInstructionCapturesTheLoopsAddressesInAnotherThread) {
+  ASSERT_EQ(cap::init(config(), nullptr), 0);
+  EXPECT_EQ(cap::backend(), profile::CaptureBackend::Int3);
+  static uint64_t buf[64 * 8];
+  std::latch tracked(1), armed(1);
+  uint64_t sum = 1;
+  std::thread worker([&] {
+    ASSERT_EQ(cap::add_thread(tid(), 1), 0);
+    tracked.count_down();
+    armed.wait();
+    sum = wmc_walk(buf, 40, 64);  // 40 executions; the window takes 16
+    cap::remove_thread(tid());
+  });
+  tracked.wait();
+  sample(wmc_walk_load, u(buf), 1, profile::kAccessRead, 4);
+  const uint64_t t0 = now();
+  cap::tick(t0);
+  ASSERT_EQ(cap::stats().windows, 1u) << "first errno " << cap::stats().first_errno;
+  EXPECT_EQ(first_byte(wmc_walk_load), 0xCC);
+  EXPECT_EQ(page_perms(wmc_walk_load).substr(0, 2), "rw");
+  armed.count_down();
+  worker.join();
+  EXPECT_EQ(sum, 0u);  // the loop ran correctly through its breakpoint
+  // Full (16 hits, one thread): the int3 was not re-inserted after the 16th.
+  EXPECT_TRUE(walk_bytes().same_as(wmc_walk_load));
+  cap::tick(now());  // ends the window
+  EXPECT_TRUE(walk_bytes().same_as(wmc_walk_load));
+  EXPECT_EQ(page_perms(wmc_walk_load), perms_);
+  cap::stop();
+
+  const auto w = windows();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].ip, u(wmc_walk_load));
+  EXPECT_EQ(w[0].captures, 16u);
+  EXPECT_EQ(w[0].dropped, 0u);
+  const auto c = captures();
+  ASSERT_EQ(c.size(), 16u);
+  for (size_t i = 0; i < c.size(); ++i) {
+    EXPECT_EQ(c[i].addr, u(buf) + 64 * i) << i;
+    EXPECT_EQ(c[i].ip, u(wmc_walk_load));
+    EXPECT_EQ(c[i].thread, 1u);
+    EXPECT_EQ(c[i].window, 0u);
+    EXPECT_EQ(c[i].size, 8u);
+    EXPECT_EQ(c[i].flags, profile::kAccessRead);
+  }
+  const cap::Stats s = cap::stats();
+  EXPECT_EQ(s.captures, 16u);
+  EXPECT_EQ(s.dropped, 0u);
+  EXPECT_EQ(s.open_failures, 0u);
+  EXPECT_EQ(s.int3_bounces, 0u);
+}
+
+// A window nobody runs: stop() takes the int3 out (checked in TearDown too).
+TEST_F(SoftCaptureInt3, StopRestoresTheCodeOfAnOpenWindow) {
+  ASSERT_EQ(cap::init(config(), nullptr), 0);
+  ASSERT_EQ(cap::add_thread(tid(), 0), 0);
+  static uint64_t buf[64];
+  sample(wmc_walk_load, u(buf), 0, profile::kAccessRead, 4);
+  cap::tick(now());
+  ASSERT_EQ(cap::stats().windows, 1u);
+  EXPECT_EQ(first_byte(wmc_walk_load), 0xCC);
+  cap::stop();
+  EXPECT_TRUE(walk_bytes().same_as(wmc_walk_load));
+  EXPECT_EQ(page_perms(wmc_walk_load), perms_);
+  wmc_walk(buf, 8, 8);  // runs untrapped
+  EXPECT_EQ(cap::capture_count(), 0u);
+  cap::remove_thread(tid());
+}
+
+// The window's stores of a tracked writer: a write captured with its exact address; an
+// instruction that is not a memory access is refused (rejected) and never patched.
+TEST_F(SoftCaptureInt3, WritesAreCapturedAndNonMemoryInstructionsRejected) {
+  ASSERT_EQ(cap::init(config(), nullptr), 0);
+  ASSERT_EQ(cap::add_thread(tid(), 0), 0);
+  static uint64_t word;
+  const auto* not_memory = wmc_walk_load + 3;  // add %rdx, %rdi
+  const Bytes before(not_memory);
+  sample(not_memory, 0, 0, profile::kAccessRead, 8);
+  cap::tick(now());
+  EXPECT_EQ(cap::stats().windows, 0u);
+  EXPECT_EQ(cap::stats().rejected, 1u);
+  EXPECT_TRUE(before.same_as(not_memory));
+  sample(wmc_store_op, u(&word), 0, profile::kAccessWrite, 4);
+  cap::tick(now());
+  ASSERT_EQ(cap::stats().windows, 1u);
+  wmc_store(&word, 5);
+  EXPECT_EQ(word, 1u);
+  cap::stop();
+  const auto c = captures();
+  ASSERT_EQ(c.size(), 5u);
+  for (const auto& r : c) {
+    EXPECT_EQ(r.addr, u(&word));
+    EXPECT_EQ(r.flags, profile::kAccessWrite);
+  }
+  cap::remove_thread(tid());
+}
+
+// Two threads run the armed instruction at the same time, many times: no crash, the loops'
+// results are right, every capture decodes to an address its thread's loop accessed, in that
+// thread's order; bounces (a stepping thread meeting the other's re-inserted int3) are handled.
+TEST_F(SoftCaptureInt3, TwoThreadsOnOneBreakpointConcurrently) {
+  for (int round = 0; round < 5; ++round) {
+    cap::Config c = config();
+    c.captures_per_window = 100000;
+    ASSERT_EQ(cap::init(c, nullptr), 0);
+    constexpr uint64_t kN = 2000;
+    static uint64_t bufs[2][kN];
+    for (uint64_t i = 0; i < kN; ++i) bufs[0][i] = bufs[1][i] = 1;
+    std::latch tracked(2), go(1);
+    uint64_t sums[2] = {};
+    auto body = [&](uint32_t index) {
+      ASSERT_EQ(cap::add_thread(tid(), index), 0);
+      tracked.count_down();
+      go.wait();
+      sums[index - 1] = wmc_walk(bufs[index - 1], kN, 8);
+      cap::remove_thread(tid());
+    };
+    std::thread a(body, 1), b(body, 2);
+    tracked.wait();
+    sample(wmc_walk_load, u(bufs), 1, profile::kAccessRead, 4);
+    cap::tick(now());
+    ASSERT_EQ(cap::stats().windows, 1u);
+    go.count_down();
+    a.join();
+    b.join();
+    cap::stop();
+    EXPECT_EQ(sums[0], kN);
+    EXPECT_EQ(sums[1], kN);
+    const auto got = captures();
+    const cap::Stats s = cap::stats();
+    EXPECT_EQ(s.dropped, 0u);
+    EXPECT_EQ(got.size(), s.captures);
+    EXPECT_GT(got.size(), 0u);
+    uint64_t last[3] = {0, 0, 0};
+    for (const auto& r : got) {
+      ASSERT_TRUE(r.thread == 1 || r.thread == 2);
+      const uint64_t* base = bufs[r.thread - 1];
+      ASSERT_GE(r.addr, u(base));
+      ASSERT_LT(r.addr, u(base + kN));
+      EXPECT_EQ((r.addr - u(base)) % 8, 0u);
+      EXPECT_GT(r.addr + 1, last[r.thread]);  // increasing per thread
+      last[r.thread] = r.addr + 1;
+      EXPECT_EQ(r.ip, u(wmc_walk_load));
+    }
+    std::fprintf(stderr, "round %d: %zu of %llu executions captured, %llu bounces, %llu stale\n", round,
+                 got.size(), (unsigned long long)(2 * kN), (unsigned long long)s.int3_bounces,
+                 (unsigned long long)s.int3_stale);
+    EXPECT_TRUE(walk_bytes().same_as(wmc_walk_load));
+  }
+}
+
+// A child forked while the window is armed inherits the patched code: it runs the instruction
+// (its first trap restores the bytes) and exits normally, with or without forget_after_fork;
+// the parent's window goes on capturing.
+TEST_F(SoftCaptureInt3, ForkedChildRunsThePatchedInstructionAndExits) {
+  ASSERT_EQ(cap::init(config(), nullptr), 0);
+  ASSERT_EQ(cap::add_thread(tid(), 0), 0);
+  static uint64_t buf[64];
+  for (auto& x : buf) x = 2;
+  sample(wmc_walk_load, u(buf), 0, profile::kAccessRead, 4);
+  cap::tick(now());
+  ASSERT_EQ(cap::stats().windows, 1u);
+  ASSERT_EQ(first_byte(wmc_walk_load), 0xCC);
+  for (int forget = 0; forget < 2; ++forget) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      if (forget) cap::forget_after_fork();
+      const uint64_t sum = wmc_walk(buf, 8, 8);
+      const bool ok = sum == 16 && walk_bytes().same_as(wmc_walk_load) && wmc_walk(buf, 4, 8) == 8;
+      _exit(ok ? 0 : 3);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status)) << "signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+  }
+  EXPECT_EQ(first_byte(wmc_walk_load), 0xCC);  // the parent's window is untouched
+  EXPECT_EQ(wmc_walk(buf, 8, 8), 16u);
+  EXPECT_EQ(cap::capture_count(), 8u);
+  cap::remove_thread(tid());
+}
+
+void die_of_own_int3(bool reinit) {
+  rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  if (reinit) {
+    // A process of its own (the stage's pid is this child's): the parent path, not the child's.
+    cap::Config c;
+    c.signo = SIGRTMIN + 5;
+    c.max_threads = 4;
+    c.max_windows = 4;
+    c.max_captures = 64;
+    c.probe = false;
+    c.force_int3 = true;
+    if (cap::init(c, nullptr) != 0) _exit(4);
+  }
+  asm volatile("int3");
+  _exit(0);  // not reached: the default action of SIGTRAP terminates
+}
+
+// The program's own int3 is not the stage's: it gets SIGTRAP's default action (dies of it), in
+// the process that set the stage up and in a forked child.
+TEST_F(SoftCaptureInt3, ProgramsOwnInt3GetsTheDefaultAction) {
+  ASSERT_EQ(cap::init(config(), nullptr), 0);
+  ASSERT_EQ(cap::add_thread(tid(), 0), 0);
+  static uint64_t buf[64];
+  sample(wmc_walk_load, u(buf), 0, profile::kAccessRead, 4);
+  cap::tick(now());
+  ASSERT_EQ(cap::stats().windows, 1u);
+  for (int reinit = 0; reinit < 2; ++reinit) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) die_of_own_int3(reinit);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
+    EXPECT_EQ(WTERMSIG(status), SIGTRAP);
+  }
+  // Ours still works here.
+  wmc_walk(buf, 4, 8);
+  EXPECT_EQ(cap::capture_count(), 4u);
+  cap::remove_thread(tid());
+}
+
+// The sharing stage has no software watchpoints: with Int3, shared lines arm nothing.
+TEST_F(SoftCaptureInt3, NoWatchWindowsWithInt3) {
+  ASSERT_EQ(cap::init(config(), nullptr), 0);
+  ASSERT_EQ(cap::add_thread(tid(), 0), 0);
+  alignas(64) static uint64_t line[8];
+  sample(wmc_store_op, u(&line[0]), 1, profile::kAccessWrite);
+  sample(wmc_store_op, u(&line[1]), 2, profile::kAccessWrite);
+  cap::tick(now());
+  EXPECT_EQ(cap::stats().watch_windows, 0u);
+  EXPECT_EQ(cap::stats().windows, 0u);
+  cap::remove_thread(tid());
+}
+
+// Column walk of a global double m[64][1024], captured with real int3 traps: the profile built
+// from samples and captures estimates as a conflict at L1 in the application.
+TEST_F(SoftCaptureInt3, CapturedColumnWalkEstimatesAsAConflict) {
+  cap::Config cfg = config();
+  cfg.captures_per_window = 256;
+  ASSERT_EQ(cap::init(cfg, nullptr), 0);
+  static double m[64][1024];
+  ASSERT_EQ(cap::add_thread(tid(), 0), 0);
+  profile::Profile p;
+  p.meta.mode = uint32_t(profile::Mode::Soft);
+  p.meta.sample_source = uint32_t(profile::SampleSource::TaskClock);
+  p.meta.capture_backend = uint32_t(cap::backend());
+  p.meta.sample_period_ns = 1000;
+  p.meta.exited = 1;
+  p.meta.threads_seen = 1;
+  p.command = "column walk";
+  p.geometry = default_geometry();
+  p.geometry_source = "default";
+  p.counters.resize(p.geometry.levels.size());
+  const uint64_t t0 = now();
+  for (uint64_t i = 0; i < 64 * 1024; i += 97) {
+    profile::SampleRecord s{};
+    s.time_ns = t0 + i;
+    s.ip = u(wmc_walk_load);
+    s.addr = u(&m[i % 64][i / 64]);
+    s.thread = 0;
+    s.size = 8;
+    s.flags = profile::kAccessRead;
+    s.level = profile::kLevelUnknown;
+    s.weight = 1000;
+    p.samples.push_back(s);
+    cap::note_sample(s);
+  }
+  p.meta.samples = p.samples.size();
+  cap::tick(now());
+  ASSERT_EQ(cap::stats().windows, 1u) << "first errno " << cap::stats().first_errno;
+  for (int j = 0; j < 8; ++j) wmc_walk(&m[0][j], 64, sizeof m[0]);
+  cap::tick(now());
+  cap::stop();
+  EXPECT_EQ(p.meta.capture_backend, uint32_t(profile::CaptureBackend::Int3));
+  p.windows = windows();
+  p.captures = captures();
+  ASSERT_EQ(p.captures.size(), 256u);
+  for (size_t i = 0; i < p.captures.size(); ++i) ASSERT_EQ(p.captures[i].addr, u(&m[i % 64][i / 64])) << i;
+
+  Status st = analysis::estimate(p);
+  ASSERT_TRUE(st.ok()) << st.error();
+  const analysis::Analysis a = analysis::analyze(p);
+  ASSERT_FALSE(a.findings.empty()) << (a.notes.empty() ? "" : a.notes[0]);
+  EXPECT_STREQ(analysis::kind_name(a.findings[0].kind), analysis::kind_name(analysis::Kind::Conflict));
+  EXPECT_STREQ(analysis::origin_name(a.findings[0].origin), analysis::origin_name(analysis::Origin::Application));
+  EXPECT_EQ(a.findings[0].level, 0);
+  EXPECT_EQ(analysis::support(p, a.findings[0]).windows, 1u);
+  EXPECT_EQ(analysis::support(p, a.findings[0]).captures, 256u);
+  cap::remove_thread(tid());
+}
+
+// Not a check: what an int3 hit costs the trapped thread (int3 signal, record, step signal,
+// two code writes), for Config::int3_hit_cost_ns. Printed; nothing timed is asserted.
+TEST_F(SoftCaptureInt3, CostPerHit) {
+  cap::Config c = config();
+  c.captures_per_window = 1 << 20;
+  ASSERT_EQ(cap::init(c, nullptr), 0);
+  ASSERT_EQ(cap::add_thread(tid(), 0), 0);
+  constexpr uint64_t kN = 20000;
+  static uint64_t buf[kN];
+  const uint64_t a = now();
+  wmc_walk(buf, kN, 8);
+  const uint64_t plain = now() - a;
+  sample(wmc_walk_load, u(buf), 0, profile::kAccessRead, 4);
+  cap::tick(now());
+  ASSERT_EQ(cap::stats().windows, 1u);
+  const uint64_t b = now();
+  wmc_walk(buf, kN, 8);
+  const uint64_t trapped = now() - b;
+  cap::stop();
+  EXPECT_EQ(cap::capture_count(), kN);
+  const double per_hit = double(trapped - std::min(trapped, plain)) / double(kN);
+  std::fprintf(stderr, "int3 capture cost: %.1f us per hit (%llu hits)\n", per_hit / 1000.0,
+               (unsigned long long)kN);
+  RecordProperty("int3_ns_per_hit", int(per_hit));
+  cap::remove_thread(tid());
+}
+
+}  // namespace
+}  // namespace whymiss::soft
