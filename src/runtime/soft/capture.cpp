@@ -112,10 +112,11 @@ bool record(Thread& t, Window& w, uint32_t win, const MemAccess& m, uint64_t tim
 }  // namespace
 
 namespace detail {
-bool int3_capture(uint32_t w, const uint8_t* code, uint8_t len, uint64_t ip, const ucontext_t* uc) {
+bool int3_capture(uint32_t w, const uint8_t* code, uint8_t len, uint64_t ip, const ucontext_t* uc,
+                  pid_t tid, uint64_t fs_base) {
   State& s = g();
   if (!s.ready.load(std::memory_order_acquire) || !s.on.load(std::memory_order_acquire)) return false;
-  const uint32_t e = find_thread(pid_t(syscall(SYS_gettid)));
+  const uint32_t e = find_thread(tid);
   if (e == kNone || w >= s.cfg.max_windows) return false;  // untracked thread: stepped over only
   Thread& t = s.threads[e];
   uint32_t slot = kNone;
@@ -128,9 +129,7 @@ bool int3_capture(uint32_t w, const uint8_t* code, uint8_t len, uint64_t ip, con
   const uint64_t time = now_ns();
   RegisterView rv;
   rv.uc = uc;
-  uint64_t fs = 0;
-  syscall(SYS_arch_prctl, ARCH_GET_FS, &fs);
-  rv.fs_base = fs;
+  rv.fs_base = fs_base;
   MemAccess m;
   if (decode_bytes(code, len, ip, rv, &m) != DecodeStatus::Ok || !record(t, win, w, m, time)) {
     win.dropped.fetch_add(1, std::memory_order_relaxed);
@@ -180,6 +179,8 @@ int init(const Config& c, ObjectLookup lookup) {
   s.backend.store(uint32_t(be), std::memory_order_relaxed);
   s.pid = getpid();
   s.child_restore.store(0, std::memory_order_relaxed);
+  s.gen.fetch_add(1, std::memory_order_relaxed);
+  if (be == profile::CaptureBackend::Int3) int3_mark_owner();
   s.lookup = lookup;
   s.map = m;
   s.map_bytes = bytes;

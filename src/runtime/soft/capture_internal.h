@@ -138,6 +138,10 @@ struct State {
   // patches after forget_after_fork, and a stale trap may arrive after a re-init.
   std::atomic<uint32_t> backend{0};  // profile::CaptureBackend
   pid_t pid = 0;                     // the process the patches belong to (getpid at init)
+  // A page with MADV_WIPEONFORK holding 1 in the process that ran init: a forked child reads 0
+  // without a syscall (fallback when madvise refuses: getpid() != pid).
+  std::atomic<uint32_t>* alive = nullptr;
+  std::atomic<uint32_t> gen{0};      // bumped by every init: per-thread caches (tid, fs) expire
   Patch patches[kMaxSlots];
   std::atomic<uint64_t> recent[kRecent] = {};  // ips unpatched lately (a trap may be late)
   uint32_t recent_next = 0;                    // tick/stop only
@@ -185,7 +189,10 @@ void int3_unpatch(uint32_t slot);
 void int3_restore_in_child();
 // Records an int3 hit of window w in the calling thread (capture.cpp): decoded from the saved
 // original bytes, bounded per thread by captures_per_window. False if nothing was recorded.
-bool int3_capture(uint32_t w, const uint8_t* code, uint8_t len, uint64_t ip, const ucontext_t* uc);
+bool int3_capture(uint32_t w, const uint8_t* code, uint8_t len, uint64_t ip, const ucontext_t* uc,
+                  pid_t tid, uint64_t fs_base);
+// Maps the fork-detection page (once) and marks this process as the patches' owner.
+void int3_mark_owner();
 // The SIGTRAP handler.
 void int3_on_sigtrap(int sig, siginfo_t* si, void* ctx);
 
