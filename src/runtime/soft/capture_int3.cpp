@@ -63,6 +63,7 @@ struct StepState {
   uint32_t window;
 };
 __thread StepState t_step __attribute__((tls_model("initial-exec"))) = {0, 0, 0};
+__thread bool t_busy __attribute__((tls_model("initial-exec"))) = false;  // recording a capture
 // The thread's tid and fs base, read once per init generation (each is a syscall of ~1.4 us on
 // this VM; fs base cannot be read with rdfsbase here: no FSGSBASE in the guest).
 struct ThreadCache {
@@ -322,6 +323,14 @@ void int3_on_sigtrap(int, siginfo_t* si, void* ctx) {
     errno = saved_errno;
     return;
   }
+  if (si->si_code == TRAP_TRACE) {
+    // A step whose bookkeeping was dropped (see the stale t_step below): TF can only be ours,
+    // since a program that single-steps itself owns SIGTRAP and this handler is not installed.
+    uc->uc_mcontext.gregs[REG_EFL] &= ~kTrapFlag;
+    s.int3_stale.fetch_add(1, std::memory_order_relaxed);
+    errno = saved_errno;
+    return;
+  }
   if (si->si_code != SI_KERNEL || rip == 0) {
     default_action(si, uc);
     errno = saved_errno;
@@ -344,11 +353,17 @@ void int3_on_sigtrap(int, siginfo_t* si, void* ctx) {
   // A patched instruction? (A stepping thread that meets a re-inserted int3 at its own ip comes
   // through here too: it restores again and keeps its TF: a bounce.)
   const bool tf = (uc->uc_mcontext.gregs[REG_EFL] & kTrapFlag) != 0;
-  const bool bounce = t_step.ip == addr && tf;
   // A step that never completed (a handler of another signal longjmp'ed away before the
-  // instruction ran, clearing TF): forget it (its `stepping` count stays: no more re-inserts
-  // in that window, which is safe).
-  if (t_step.ip && !tf) t_step.ip = 0;
+  // instruction ran) leaves t_step behind: forgotten once its window has ended (its `stepping`
+  // count stays, so that window re-inserted no more: safe).
+  if (t_step.ip && ctl_window(s.patches[t_step.slot].ctl.load(std::memory_order_acquire)) != t_step.window)
+    t_step.ip = 0;
+  const bool bounce = t_step.ip == addr && tf;
+  // Nested: a hit while this thread is already stepping over another instruction (a handler of
+  // another signal ran patched code in between) or inside this handler's recording (the patched
+  // instruction is in code the handler uses). It is run unobserved: one step at a time per thread,
+  // and the capture buffers are not re-entrant.
+  const bool nested = (t_step.ip && !bounce) || t_busy;
   for (uint32_t k = 0; k < kMaxSlots; ++k) {
     Patch& p = s.patches[k];
     const uint64_t c0 = p.ctl.load(std::memory_order_acquire);
@@ -359,7 +374,7 @@ void int3_on_sigtrap(int, siginfo_t* si, void* ctx) {
     const uint64_t c = p.ctl.load(std::memory_order_seq_cst);
     if (ctl_window(c) == w && (ctl_state(c) == kPatchArmed || ctl_state(c) == kPatchFull)) {
       if (read_byte(addr) == kInt3) write_byte(addr, p.code[0]);
-      if (!bounce && ctl_state(c) == kPatchArmed) {
+      if (!bounce && !nested && ctl_state(c) == kPatchArmed) {
         p.stepping.fetch_add(1, std::memory_order_acq_rel);
         step = true;
       }
@@ -382,13 +397,17 @@ void int3_on_sigtrap(int, siginfo_t* si, void* ctx) {
         t_cache.fs_base = fs;
         t_cache.gen = gen;
       }
+      t_busy = true;
       if (!int3_capture(w, p.code, p.len, addr, uc, t_cache.tid, t_cache.fs_base))
         s.int3_passed.fetch_add(1, std::memory_order_relaxed);
+      t_busy = false;
       t_step.ip = addr;
       t_step.slot = k;
       t_step.window = w;
       uc->uc_mcontext.gregs[REG_EFL] |= kTrapFlag;
-    } else {
+    } else if (nested) {
+      s.int3_passed.fetch_add(1, std::memory_order_relaxed);  // byte restored: the int3 is lost
+    } else {                                                   // for this window (ends by time)
       s.int3_stale.fetch_add(1, std::memory_order_relaxed);  // closed or full: run it unobserved
     }
     errno = saved_errno;
