@@ -357,6 +357,45 @@ TEST_F(SoftCaptureInt3, ProgramsOwnInt3GetsTheDefaultAction) {
   cap::remove_thread(tid());
 }
 
+// A thread with SIGTRAP blocked would be killed by the kernel at the int3 (force_sig resets the
+// handler): while one exists, no window is armed (counted); once it unblocks, the next tick arms.
+TEST_F(SoftCaptureInt3, NoWindowWhileAThreadBlocksSIGTRAP) {
+  ASSERT_EQ(cap::init(config(), nullptr), 0);
+  ASSERT_EQ(cap::add_thread(tid(), 0), 0);
+  static uint64_t buf[64];
+  std::latch blocked(1), unblock(1), unblocked(1), done(1);
+  std::thread t([&] {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTRAP);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    blocked.count_down();
+    unblock.wait();
+    pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+    unblocked.count_down();
+    done.wait();
+  });
+  blocked.wait();
+  sample(wmc_walk_load, u(buf), 0, profile::kAccessRead, 4);
+  cap::Config c = config();
+  uint64_t t0 = now();
+  cap::tick(t0);
+  EXPECT_EQ(cap::stats().windows, 0u);
+  EXPECT_EQ(cap::stats().sigtrap_blocked, 1u);
+  EXPECT_TRUE(walk_bytes().same_as(wmc_walk_load));
+  unblock.count_down();
+  unblocked.wait();
+  sample(wmc_walk_load, u(buf), 0, profile::kAccessRead, 8);  // (counts decayed meanwhile)
+  cap::tick(t0 + c.rearm_ns);  // the candidate's turn again
+  EXPECT_EQ(cap::stats().windows, 1u);
+  EXPECT_EQ(first_byte(wmc_walk_load), 0xCC);
+  done.count_down();
+  t.join();
+  wmc_walk(buf, 4, 8);
+  EXPECT_EQ(cap::capture_count(), 4u);
+  cap::remove_thread(tid());
+}
+
 // The sharing stage has no software watchpoints: with Int3, shared lines arm nothing.
 TEST_F(SoftCaptureInt3, NoWatchWindowsWithInt3) {
   ASSERT_EQ(cap::init(config(), nullptr), 0);

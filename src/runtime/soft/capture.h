@@ -63,10 +63,12 @@ struct Config {
   // or where debug registers are wanted by someone else).
   bool allow_int3 = true;
   bool force_int3 = false;
-  // What an int3 hit costs the trapped thread (two signals and four code writes): replaces
-  // hit_cost_ns for the pacing when the backend is Int3. ~23 us measured on this VM
-  // (SoftCaptureInt3.CostPerHit).
-  uint32_t int3_hit_cost_ns = 25'000;
+  // What an int3 hit costs the trapped thread (two signals, two code writes, the record):
+  // replaces hit_cost_ns for the pacing when the backend is Int3. Measured on this VM
+  // (SoftCaptureInt3.CostPerHit, 2 shared cores, load ~8): 24-48 us, mostly 34-41; the two
+  // traps alone are ~11 us each here. Charged on every hit of the window's busiest tracked
+  // thread, past captures_per_window included (the int3 is everyone's: those hits trap too).
+  uint32_t int3_hit_cost_ns = 40'000;
 };
 
 // Looks up the heap object containing addr (serial, 0 if none); async-signal-safe.
@@ -135,7 +137,8 @@ struct Stats {
   uint64_t open_failures = 0;    // perf_event_open / fcntl / ioctl refusals
   int first_errno = 0;           // errno of the first refusal (for the report's note)
   uint64_t rejected = 0;         // (added) candidates not armed: ip in no mapped code segment
-                                 // (Int3: also undecodable, not a memory access, pushf/popf)
+                                 // (Int3: also undecodable, not a memory access, pushf/popf,
+                                 // in libc / the loader / the runtime: see capture_int3.cpp)
   // (added) Int3 backend. watch_windows stays 0 (no software watchpoints: sharing from samples).
   uint64_t sigtrap_owned = 0;    // inits refused because SIGTRAP was not ours to take (EBUSY);
                                  // counted even though the stage then stays off
@@ -143,6 +146,8 @@ struct Stats {
                                  // threads past captures_per_window, the window's hit limit
   uint64_t int3_bounces = 0;     // a stepping thread met an int3 re-inserted by another: retried
   uint64_t int3_stale = 0;       // traps of an int3 removed since (re-executed, not recorded)
+  uint64_t sigtrap_blocked = 0;  // windows not armed: a thread had SIGTRAP blocked (the kernel
+                                 // would kill it at the int3)
 };
 Stats stats();
 

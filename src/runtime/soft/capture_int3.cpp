@@ -36,6 +36,7 @@
 //    ours): SIG_DFL is restored and the trap happens again, with the default action.
 // Per-thread state (the instruction being stepped over) is initial-exec TLS: async-signal-safe.
 #include <asm/prctl.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -48,6 +49,7 @@
 
 #include "runtime/soft/capture_internal.h"
 #include "runtime/soft/decode.h"
+#include "runtime/soft/modules.h"
 
 namespace whymiss::soft::capture::detail {
 
@@ -156,6 +158,73 @@ void default_action(siginfo_t* si, ucontext_t* uc) {
   syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGTRAP);
 }
 
+// Code the int3 must never be on. The kernel kills a thread that traps with SIGTRAP blocked
+// (force_sig resets the handler to SIG_DFL): libc and the dynamic loader run with every signal
+// blocked at times (pthread_create, fork, posix_spawn internals), and so may the runtime's own
+// handlers; the stage's module is where the handler runs. Ips there are rejected.
+bool forbidden_module(uint64_t ip) {
+  const soft::detail::ModuleTable* t = soft::detail::current_modules();
+  if (!t) return true;
+  const soft::detail::CodeSegment* seg = soft::detail::find_segment(*t, ip);
+  if (!seg || seg->module >= t->module_count) return true;
+  // The stage's own module, unless it is the main program (tests link the stage statically).
+  const soft::detail::CodeSegment* own =
+      soft::detail::find_segment(*t, reinterpret_cast<uint64_t>(&int3_on_sigtrap));
+  if (own && own->module == seg->module && strcmp(t->modules[seg->module].path, "/proc/self/exe") != 0)
+    return true;
+  const char* path = t->modules[seg->module].path;
+  const char* base = path;
+  for (const char* c = path; *c; ++c)
+    if (*c == '/') base = c + 1;
+  const char* deny[] = {"libc.so", "libc-", "ld-linux", "ld64.so", "libpthread", "libwhymiss", "libZydis"};
+  for (const char* d : deny)
+    if (strncmp(base, d, strlen(d)) == 0) return true;
+  return false;
+}
+
+// Whether a thread of the process has SIGTRAP blocked now (its SigBlk in /proc/self/task/*/
+// status): it would be killed by the int3. Stack buffers only; errors count as "blocked".
+bool some_thread_blocks_sigtrap() {
+  const int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return true;
+  bool blocked = false;
+  char dents[4096];
+  for (;;) {
+    const long n = syscall(SYS_getdents64, dir, dents, sizeof dents);
+    if (n <= 0) {
+      blocked = blocked || n < 0;
+      break;
+    }
+    for (long off = 0; off < n && !blocked;) {
+      const auto* d = reinterpret_cast<const struct dirent64*>(dents + off);
+      off += d->d_reclen;
+      if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
+      char path[64] = "/proc/self/task/";
+      size_t len = strlen(path);
+      for (const char* c = d->d_name; *c && len < 50; ++c) path[len++] = *c;
+      memcpy(path + len, "/status", 8);
+      const int fd = open(path, O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;  // exited meanwhile
+      char buf[2048];
+      const ssize_t r = read(fd, buf, sizeof buf - 1);
+      close(fd);
+      if (r <= 0) continue;
+      buf[r] = 0;
+      const char* p = strstr(buf, "SigBlk:");
+      if (!p) continue;
+      p += 7;
+      while (*p == ' ' || *p == '\t') ++p;
+      uint64_t mask = 0;
+      for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); ++p)
+        mask = mask * 16 + uint64_t(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+      if (mask & (uint64_t(1) << (SIGTRAP - 1))) blocked = true;
+    }
+    if (blocked) break;
+  }
+  close(dir);
+  return blocked;
+}
+
 bool recently_patched(const State& s, uint64_t addr) {
   for (uint32_t k = 0; k < kMaxSlots; ++k)
     if (s.patches[k].ip.load(std::memory_order_relaxed) == addr) return true;
@@ -214,7 +283,7 @@ int int3_patch(uint32_t slot, uint32_t w, uint64_t ip) {
   if (len == 0 || len > kCodeBytes) return EINVAL;
   uint8_t code[kCodeBytes] = {};
   memcpy(code, reinterpret_cast<const void*>(ip), len);
-  if (code[0] == kInt3 || flags_instruction(code, len)) return EINVAL;
+  if (code[0] == kInt3 || flags_instruction(code, len) || forbidden_module(ip)) return EINVAL;
   {
     // A memory access? Decoded on a zeroed context (rcx = 1: a rep string op counts).
     ucontext_t uc;
@@ -227,6 +296,10 @@ int int3_patch(uint32_t slot, uint32_t w, uint64_t ip) {
     rv.uc = &uc;
     MemAccess m;
     if (decode_bytes(code, len, ip, rv, &m) != DecodeStatus::Ok || m.count == 0) return EINVAL;
+  }
+  if (some_thread_blocks_sigtrap()) {
+    s.sigtrap_blocked.fetch_add(1, std::memory_order_relaxed);
+    return EAGAIN;  // not now (the window is not armed; the candidate gets its turn again)
   }
   const uint64_t page = page_of(ip);
   int prot = 0;

@@ -147,6 +147,7 @@ struct State {
   uint32_t recent_next = 0;                    // tick/stop only
   std::atomic<uint32_t> child_restore{0};      // 0, 1: restoring, 2: done (forked child)
   std::atomic<uint64_t> sigtrap_owned{0}, int3_passed{0}, int3_bounces{0}, int3_stale{0};
+  std::atomic<uint64_t> sigtrap_blocked{0};
 };
 
 State& g();
@@ -180,7 +181,8 @@ int probe_hardware();
 int int3_install();
 // Checks the instruction at ip (decodable memory access, not pushf/popf), saves its bytes, makes
 // its page writable and writes the int3: patch `slot` becomes window `w`. 0, or EINVAL when the
-// instruction is refused (the caller counts it as rejected), or mprotect's errno (counted).
+// instruction is refused (the caller counts it as rejected), EAGAIN when a thread has SIGTRAP
+// blocked (counted in sigtrap_blocked), or mprotect's errno (counted).
 int int3_patch(uint32_t slot, uint32_t w, uint64_t ip);
 // Closes the slot's patch: no more re-insertion, waits for handlers mid-write (a few
 // instructions), restores the original byte and the page's protection. Collector only.
