@@ -6,6 +6,9 @@
 // watchpoints (HW_BREAKPOINT_RW, 8 bytes) in the threads, bounded in hits and time, to observe
 // the cross-thread interleaving on the line. What it records becomes the profile's Windows and
 // Captures sections (model/profile.h), which analysis::estimate() replays.
+// (added) Where debug registers do not fire (Firecracker and other VMs), execution windows use
+// software breakpoints instead: an int3 on the instruction, stepped over in place (Int3 backend,
+// capture_int3.cpp; no watchpoints then). backend() tells which; docs/soft-capture.md.
 //
 // Division of labour with the runtime that owns the process (soft/runtime.cpp):
 //  - the runtime owns the one real-time signal every perf event of whymiss delivers (F_SETSIG,
