@@ -396,6 +396,69 @@ TEST_F(SoftCaptureInt3, NoWindowWhileAThreadBlocksSIGTRAP) {
   cap::remove_thread(tid());
 }
 
+// The protocol's rare interleavings, played deterministically by calling the SIGTRAP handler on
+// synthetic contexts (what the kernel would pass) in the order a race would produce them:
+// a bounce (another thread re-inserted the int3 while this one was about to step), the last
+// stepper re-inserting, a window ending while a thread steps (nothing written after the close),
+// and a trap delivered after its int3 was removed (re-executed, not recorded).
+TEST_F(SoftCaptureInt3, ProtocolInterleavingsPlayedOnTheHandler) {
+  ASSERT_EQ(cap::init(config(), nullptr), 0);
+  ASSERT_EQ(cap::add_thread(tid(), 0), 0);
+  static uint64_t buf[64];
+  sample(wmc_walk_load, u(buf), 0, profile::kAccessRead, 4);
+  cap::tick(now());
+  ASSERT_EQ(cap::stats().windows, 1u);
+  const uint64_t ip = u(wmc_walk_load);
+  ASSERT_EQ(first_byte(wmc_walk_load), 0xCC);
+  ucontext_t uc{};
+  _libc_fpstate fp{};
+  uc.uc_mcontext.fpregs = &fp;
+  uc.uc_mcontext.gregs[REG_RDI] = greg_t(u(&buf[3]));
+  siginfo_t trap{}, step{};
+  trap.si_signo = step.si_signo = SIGTRAP;
+  trap.si_code = SI_KERNEL;
+  step.si_code = TRAP_TRACE;
+  constexpr greg_t kTF = 0x100;
+  auto deliver = [&](siginfo_t& si, uint64_t rip) {
+    uc.uc_mcontext.gregs[REG_RIP] = greg_t(rip);
+    cap::detail::int3_on_sigtrap(SIGTRAP, &si, &uc);
+  };
+  // A hit: recorded, byte restored, rip back on the instruction, TF set.
+  deliver(trap, ip + 1);
+  EXPECT_EQ(uint64_t(uc.uc_mcontext.gregs[REG_RIP]), ip);
+  EXPECT_TRUE(uc.uc_mcontext.gregs[REG_EFL] & kTF);
+  EXPECT_TRUE(walk_bytes().same_as(wmc_walk_load));
+  EXPECT_EQ(cap::stats().captures, 1u);
+  // Another thread, done stepping, re-inserted meanwhile: our step meets the int3 (a bounce).
+  *const_cast<volatile uint8_t*>(wmc_walk_load) = 0xCC;
+  deliver(trap, ip + 1);
+  EXPECT_EQ(cap::stats().int3_bounces, 1u);
+  EXPECT_EQ(uint64_t(uc.uc_mcontext.gregs[REG_RIP]), ip);
+  EXPECT_TRUE(uc.uc_mcontext.gregs[REG_EFL] & kTF);
+  EXPECT_TRUE(walk_bytes().same_as(wmc_walk_load));
+  EXPECT_EQ(cap::stats().captures, 1u);  // not recorded twice
+  // The step completes: the last stepper re-inserts, TF cleared.
+  deliver(step, ip + 3);
+  EXPECT_FALSE(uc.uc_mcontext.gregs[REG_EFL] & kTF);
+  EXPECT_EQ(first_byte(wmc_walk_load), 0xCC);
+  // A hit, then the window ends while the thread steps: its completion writes nothing.
+  deliver(trap, ip + 1);
+  EXPECT_EQ(cap::stats().captures, 2u);
+  cap::stop();
+  EXPECT_TRUE(walk_bytes().same_as(wmc_walk_load));
+  deliver(step, ip + 3);
+  EXPECT_FALSE(uc.uc_mcontext.gregs[REG_EFL] & kTF);
+  EXPECT_TRUE(walk_bytes().same_as(wmc_walk_load));
+  // A trap of the removed int3 delivered late: re-executed, not recorded.
+  deliver(trap, ip + 1);
+  EXPECT_EQ(uint64_t(uc.uc_mcontext.gregs[REG_RIP]), ip);
+  EXPECT_FALSE(uc.uc_mcontext.gregs[REG_EFL] & kTF);
+  EXPECT_EQ(cap::stats().int3_stale, 1u);
+  EXPECT_EQ(cap::stats().captures, 2u);
+  EXPECT_TRUE(walk_bytes().same_as(wmc_walk_load));
+  cap::remove_thread(tid());
+}
+
 // The sharing stage has no software watchpoints: with Int3, shared lines arm nothing.
 TEST_F(SoftCaptureInt3, NoWatchWindowsWithInt3) {
   ASSERT_EQ(cap::init(config(), nullptr), 0);
