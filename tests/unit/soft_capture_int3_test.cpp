@@ -144,6 +144,10 @@ TEST_F(SoftCaptureInt3, HotInstructionCapturesTheLoopsAddressesInAnotherThread) 
   ASSERT_EQ(cap::stats().windows, 1u) << "first errno " << cap::stats().first_errno;
   EXPECT_EQ(first_byte(wmc_walk_load), 0xCC);
   EXPECT_EQ(page_perms(wmc_walk_load).substr(0, 2), "rw");
+  uint8_t orig[16];
+  ASSERT_EQ(cap::original_code(u(wmc_walk_load), orig, sizeof orig), 3u);  // add (%rdi),%rax
+  EXPECT_EQ(std::memcmp(orig, walk_bytes().b, 3), 0);
+  EXPECT_EQ(cap::original_code(u(wmc_walk_load) + 3, orig, sizeof orig), 0u);
   armed.count_down();
   worker.join();
   EXPECT_EQ(sum, 0u);  // the loop ran correctly through its breakpoint

@@ -401,6 +401,8 @@ size_t export_captures(profile::CaptureRecord* out, size_t max) {
   return k;
 }
 
+size_t original_code(uint64_t ip, uint8_t* out, size_t max) { return int3_original_code(ip, out, max); }
+
 profile::CaptureBackend backend() {
   return profile::CaptureBackend(g().backend.load(std::memory_order_relaxed));
 }

@@ -121,6 +121,15 @@ void stop();
 // does so too on a child's first hit, so a child whose runtime never calls this is safe).
 void forget_after_fork();
 
+// (added) Int3 only: while a window is armed, the first byte of its instruction in memory is
+// 0xCC (or, for a moment, the original while a thread steps over it). Code that reads
+// instructions from memory (the sampling path's decode_previous) sees the int3: a sample whose
+// preceding instruction is the patched one decodes as NotMemory. This gives the original bytes
+// of a currently patched ip (returns their count, 0 if ip is not patched); async-signal-safe.
+// (The stage walks the function's boundaries into the decoder's cache before patching, so the
+// cache itself is never built from patched bytes.)
+size_t original_code(uint64_t ip, uint8_t* out, size_t max);
+
 // (added) The backend in use since the last successful init: None (no init, or init failed),
 // HwBreakpoint or Int3. The runtime writes it into MetaRecord::capture_backend.
 profile::CaptureBackend backend();

@@ -296,6 +296,10 @@ int int3_patch(uint32_t slot, uint32_t w, uint64_t ip) {
     rv.uc = &uc;
     MemAccess m;
     if (decode_bytes(code, len, ip, rv, &m) != DecodeStatus::Ok || m.count == 0) return EINVAL;
+    // The sampling decoder caches each function's instruction boundaries the first time it
+    // walks it; walked with an int3 inside, the bytes after it would decode misaligned for good.
+    // Walk it now, from the original bytes (the result does not matter).
+    decode_previous(ip + len, rv, &m);
   }
   if (some_thread_blocks_sigtrap()) {
     s.sigtrap_blocked.fetch_add(1, std::memory_order_relaxed);
@@ -343,6 +347,21 @@ void int3_unpatch(uint32_t slot) {
   const uint64_t page = page_of(ip);
   if (!(p.prot & PROT_WRITE) && !page_sharer(s, slot, page))
     mprotect(reinterpret_cast<void*>(page), kPage, p.prot);
+}
+
+size_t int3_original_code(uint64_t ip, uint8_t* out, size_t max) {
+  const State& s = g();
+  for (uint32_t k = 0; k < kMaxSlots; ++k) {
+    const Patch& p = s.patches[k];
+    const uint64_t c = p.ctl.load(std::memory_order_acquire);
+    if (ctl_state(c) == kPatchFree || p.ip.load(std::memory_order_acquire) != ip) continue;
+    const size_t n = p.len < max ? p.len : max;
+    memcpy(out, p.code, n);
+    // Still the same window after the copy: the bytes are that window's.
+    if (p.ctl.load(std::memory_order_acquire) != c) return 0;
+    return n;
+  }
+  return 0;
 }
 
 void int3_mark_owner() {

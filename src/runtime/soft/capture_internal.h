@@ -193,6 +193,7 @@ void int3_restore_in_child();
 // original bytes, bounded per thread by captures_per_window. False if nothing was recorded.
 bool int3_capture(uint32_t w, const uint8_t* code, uint8_t len, uint64_t ip, const ucontext_t* uc,
                   pid_t tid, uint64_t fs_base);
+size_t int3_original_code(uint64_t ip, uint8_t* out, size_t max);
 // Maps the fork-detection page (once) and marks this process as the patches' owner.
 void int3_mark_owner();
 // The SIGTRAP handler.
