@@ -463,6 +463,34 @@ TEST_F(SoftCaptureInt3, ProtocolInterleavingsPlayedOnTheHandler) {
   cap::remove_thread(tid());
 }
 
+void program_trap_handler(int) {}
+
+// The program installs its own SIGTRAP handler after init: our int3s would reach it, so the next
+// tick ends every window (bytes back) and the stage stops arming.
+TEST_F(SoftCaptureInt3, ProgramTakingSIGTRAPLaterEndsTheWindows) {
+  ASSERT_EQ(cap::init(config(), nullptr), 0);
+  ASSERT_EQ(cap::add_thread(tid(), 0), 0);
+  static uint64_t buf[64];
+  sample(wmc_walk_load, u(buf), 0, profile::kAccessRead, 4);
+  cap::tick(now());
+  ASSERT_EQ(cap::stats().windows, 1u);
+  ASSERT_EQ(first_byte(wmc_walk_load), 0xCC);
+  struct sigaction mine {}, ours {};
+  mine.sa_handler = program_trap_handler;
+  sigemptyset(&mine.sa_mask);
+  ASSERT_EQ(sigaction(SIGTRAP, &mine, &ours), 0);
+  cap::tick(now());
+  EXPECT_EQ(cap::stats().sigtrap_taken, 1u);
+  EXPECT_TRUE(walk_bytes().same_as(wmc_walk_load));
+  EXPECT_EQ(page_perms(wmc_walk_load), perms_);
+  sample(wmc_n1, 0x1000, 0, profile::kAccessRead, 8);
+  cap::tick(now() + config().rearm_ns);
+  EXPECT_EQ(cap::stats().windows, 1u);  // stopped
+  EXPECT_EQ(wmc_walk(buf, 4, 8), 0u);   // runs untrapped
+  ASSERT_EQ(sigaction(SIGTRAP, &ours, nullptr), 0);  // back to the stage's, for the next tests
+  cap::remove_thread(tid());
+}
+
 // The sharing stage has no software watchpoints: with Int3, shared lines arm nothing.
 TEST_F(SoftCaptureInt3, NoWatchWindowsWithInt3) {
   ASSERT_EQ(cap::init(config(), nullptr), 0);

@@ -183,7 +183,8 @@ int init(const Config& c, ObjectLookup lookup) {
   s.int3_passed.store(0);
   s.int3_bounces.store(0);
   s.int3_stale.store(0);
-  s.sigtrap_blocked.store(0);  // (sigtrap_owned counts refused inits: not reset)
+  s.sigtrap_blocked.store(0);
+  s.sigtrap_taken.store(0);  // (sigtrap_owned counts refused inits: not reset)
   if (be == profile::CaptureBackend::Int3) int3_mark_owner();
   s.lookup = lookup;
   s.map = m;
@@ -416,6 +417,7 @@ Stats stats() {
   r.int3_bounces = s.int3_bounces.load(std::memory_order_relaxed);
   r.int3_stale = s.int3_stale.load(std::memory_order_relaxed);
   r.sigtrap_blocked = s.sigtrap_blocked.load(std::memory_order_relaxed);
+  r.sigtrap_taken = s.sigtrap_taken.load(std::memory_order_relaxed);
   r.windows = s.nwindows.load(std::memory_order_relaxed);
   r.watch_windows = s.watch_windows.load(std::memory_order_relaxed);
   r.captures = s.captures.load(std::memory_order_relaxed);

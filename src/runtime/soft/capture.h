@@ -160,6 +160,8 @@ struct Stats {
   uint64_t int3_stale = 0;       // traps of an int3 removed since (re-executed, not recorded)
   uint64_t sigtrap_blocked = 0;  // windows not armed: a thread had SIGTRAP blocked (the kernel
                                  // would kill it at the int3)
+  uint64_t sigtrap_taken = 0;    // the program installed its own SIGTRAP handler after init:
+                                 // every window was ended at that tick and the stage stopped
 };
 Stats stats();
 

@@ -342,11 +342,28 @@ void int3_unpatch(uint32_t slot) {
   s.recent[s.recent_next++ % kRecent].store(ip, std::memory_order_relaxed);
   p.ctl.store(pack_ctl(ctl_window(c), kPatchClosed), std::memory_order_seq_cst);
   while (p.writers.load(std::memory_order_seq_cst) != 0) sched_yield();  // a few instructions
-  write_byte(ip, p.code[0]);
-  p.ctl.store(pack_ctl(ctl_window(c), kPatchFree), std::memory_order_seq_cst);
+  // The code may have gone meanwhile (dlclose) or been replaced by another image at the same
+  // address: write only if the page is still mapped and holds our instruction (its first byte
+  // int3 or original, the rest of it, on this page, unchanged).
   const uint64_t page = page_of(ip);
-  if (!(p.prot & PROT_WRITE) && !page_sharer(s, slot, page))
+  int prot_now = 0;
+  bool ours = page_prot(ip, &prot_now) == 0;
+  if (ours) {
+    const uint8_t b = read_byte(ip);
+    const size_t on_page = page + kPage - ip < p.len ? size_t(page + kPage - ip) : p.len;
+    ours = (b == kInt3 || b == p.code[0]) &&
+           memcmp(reinterpret_cast<const void*>(ip + 1), p.code + 1, on_page - 1) == 0;
+  }
+  if (ours && (prot_now & PROT_WRITE)) write_byte(ip, p.code[0]);
+  p.ctl.store(pack_ctl(ctl_window(c), kPatchFree), std::memory_order_seq_cst);
+  if (ours && !(p.prot & PROT_WRITE) && !page_sharer(s, slot, page))
     mprotect(reinterpret_cast<void*>(page), kPage, p.prot);
+}
+
+bool int3_handler_still_ours() {
+  struct sigaction cur;
+  if (sigaction(SIGTRAP, nullptr, &cur) != 0) return false;
+  return (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == int3_on_sigtrap;
 }
 
 size_t int3_original_code(uint64_t ip, uint8_t* out, size_t max) {

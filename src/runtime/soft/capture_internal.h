@@ -148,6 +148,7 @@ struct State {
   std::atomic<uint32_t> child_restore{0};      // 0, 1: restoring, 2: done (forked child)
   std::atomic<uint64_t> sigtrap_owned{0}, int3_passed{0}, int3_bounces{0}, int3_stale{0};
   std::atomic<uint64_t> sigtrap_blocked{0};
+  std::atomic<uint64_t> sigtrap_taken{0};  // ticks that found SIGTRAP no longer ours
 };
 
 State& g();
@@ -194,6 +195,8 @@ void int3_restore_in_child();
 bool int3_capture(uint32_t w, const uint8_t* code, uint8_t len, uint64_t ip, const ucontext_t* uc,
                   pid_t tid, uint64_t fs_base);
 size_t int3_original_code(uint64_t ip, uint8_t* out, size_t max);
+// Whether SIGTRAP is still handled by int3_on_sigtrap (the program may install its own later).
+bool int3_handler_still_ours();
 // Maps the fork-detection page (once) and marks this process as the patches' owner.
 void int3_mark_owner();
 // The SIGTRAP handler.

@@ -373,6 +373,21 @@ void tick(uint64_t now) {
     s.last_decay_ns = now;
   }
 
+  // Int3: if the program installed its own SIGTRAP handler since, our int3s would reach it:
+  // end every window now (bytes restored) and arm no more.
+  if (int3(s) && !int3_handler_still_ours()) {
+    s.sigtrap_taken.fetch_add(1, std::memory_order_relaxed);
+    for (uint32_t e = 0; e < hw; ++e) {
+      Thread& t = s.threads[e];
+      if (!hold(t)) continue;
+      for (uint32_t k = 0; k < slots; ++k) disarm_event(e, k);
+      release(t);
+    }
+    for (uint32_t k = 0; k < slots; ++k)
+      if (s.slot_window[k] != kNone) end_window(s, k, now, 0);
+    s.on.store(false, std::memory_order_release);
+  }
+
   // Pass 3: new windows in the free slots, while the budget lasts.
   uint32_t free_slots[kMaxSlots];
   uint32_t nfree = 0;
