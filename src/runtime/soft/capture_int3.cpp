@@ -478,10 +478,11 @@ void int3_on_sigtrap(int, siginfo_t* si, void* ctx) {
     const uint64_t c0 = p.ctl.load(std::memory_order_acquire);
     if (ctl_state(c0) == kPatchFree || p.ip.load(std::memory_order_acquire) != addr) continue;
     const uint32_t w = ctl_window(c0);
-    bool step = false;
+    bool step = false, full = false;
     p.writers.fetch_add(1, std::memory_order_seq_cst);
     const uint64_t c = p.ctl.load(std::memory_order_seq_cst);
     if (ctl_window(c) == w && (ctl_state(c) == kPatchArmed || ctl_state(c) == kPatchFull)) {
+      full = ctl_state(c) == kPatchFull;
       if (read_byte(addr) == kInt3) write_byte(addr, p.code[0]);
       if (!bounce && !nested && ctl_state(c) == kPatchArmed) {
         p.stepping.fetch_add(1, std::memory_order_acq_rel);
@@ -514,10 +515,12 @@ void int3_on_sigtrap(int, siginfo_t* si, void* ctx) {
       t_step.slot = k;
       t_step.window = w;
       uc->uc_mcontext.gregs[REG_EFL] |= kTrapFlag;
-    } else if (nested) {
-      s.int3_passed.fetch_add(1, std::memory_order_relaxed);  // byte restored: the int3 is lost
-    } else {                                                   // for this window (ends by time)
-      s.int3_stale.fetch_add(1, std::memory_order_relaxed);  // closed or full: run it unobserved
+    } else if (nested || full) {
+      // Byte restored, run unobserved. Nested: the int3 is lost for this window (it ends by
+      // time). Full: a late re-insert met after the hit limit; the window ends at the next tick.
+      s.int3_passed.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      s.int3_stale.fetch_add(1, std::memory_order_relaxed);  // closing: run it unobserved
     }
     errno = saved_errno;
     return;
