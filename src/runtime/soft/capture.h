@@ -68,10 +68,11 @@ struct Config {
   bool force_int3 = false;
   // What an int3 hit costs the trapped thread (two signals, two code writes, the record):
   // replaces hit_cost_ns for the pacing when the backend is Int3. Measured on this VM
-  // (SoftCaptureInt3.CostPerHit, 2 shared cores, load ~8): 24-48 us, mostly 34-41; the two
-  // traps alone are ~11 us each here. Charged on every hit of the window's busiest tracked
-  // thread, past captures_per_window included (the int3 is everyone's: those hits trap too).
-  uint32_t int3_hit_cost_ns = 40'000;
+  // (SoftCaptureInt3.CostPerHit, 2 shared cores): 25-31 us per hit at load ~3.5, 34-41 us at
+  // load ~8 (preemption inflates it); the two traps alone are 7.5-11 us each. Charged on every
+  // hit of the window's busiest tracked thread, past captures_per_window included (the int3
+  // is everyone's: those hits trap too).
+  uint32_t int3_hit_cost_ns = 30'000;
 };
 
 // Looks up the heap object containing addr (serial, 0 if none); async-signal-safe.
