@@ -491,6 +491,32 @@ TEST_F(SoftCaptureInt3, ProgramTakingSIGTRAPLaterEndsTheWindows) {
   cap::remove_thread(tid());
 }
 
+// Pacing with Int3 charges int3_hit_cost_ns (not hit_cost_ns): 16 hits at 100 us exhaust a 1 ms
+// budget, so the next candidate waits until time has paid the debt back.
+TEST_F(SoftCaptureInt3, PacingChargesTheInt3HitCost) {
+  cap::Config c = config();
+  c.budget_permille = 1;
+  c.hit_cost_ns = 1;  // would leave the budget positive if it were the one charged
+  c.int3_hit_cost_ns = 100'000;
+  ASSERT_EQ(cap::init(c, nullptr), 0);
+  ASSERT_EQ(cap::add_thread(tid(), 0), 0);
+  static uint64_t buf[64];
+  sample(wmc_walk_load, u(buf), 0, profile::kAccessRead, 4);
+  const uint64_t t0 = now();
+  cap::tick(t0);
+  ASSERT_EQ(cap::stats().windows, 1u);
+  wmc_walk(buf, 16, 8);
+  cap::tick(t0);  // full: ends, charged 1.6 ms
+  EXPECT_TRUE(walk_bytes().same_as(wmc_walk_load));
+  sample(wmc_store_op, u(buf), 0, profile::kAccessWrite, 8);
+  cap::tick(t0);
+  EXPECT_EQ(cap::stats().windows, 1u);  // in debt
+  cap::tick(t0 + 1'000'000'000);
+  EXPECT_EQ(cap::stats().windows, 2u);
+  EXPECT_EQ(cap::capture_count(), 16u);
+  cap::remove_thread(tid());
+}
+
 // The sharing stage has no software watchpoints: with Int3, shared lines arm nothing.
 TEST_F(SoftCaptureInt3, NoWatchWindowsWithInt3) {
   ASSERT_EQ(cap::init(config(), nullptr), 0);
