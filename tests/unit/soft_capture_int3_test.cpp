@@ -180,6 +180,27 @@ TEST_F(SoftCaptureInt3, HotInstructionCapturesTheLoopsAddressesInAnotherThread) 
   EXPECT_EQ(s.int3_bounces, 0u);
 }
 
+// The default configuration probes: where debug registers fire it keeps them, where they do not
+// (this VM) it falls back to Int3 instead of returning ENODEV.
+TEST_F(SoftCaptureInt3, DefaultConfigFallsBackToInt3WhereDebugRegistersDoNotFire) {
+  cap::Config c = config();
+  c.probe = true;
+  c.force_int3 = false;
+  ASSERT_EQ(cap::init(c, nullptr), 0);
+  const auto be = cap::backend();
+  EXPECT_TRUE(be == profile::CaptureBackend::HwBreakpoint || be == profile::CaptureBackend::Int3);
+  std::fprintf(stderr, "backend on this machine: %s\n",
+               be == profile::CaptureBackend::Int3 ? "Int3 (debug registers do not fire)" : "HwBreakpoint");
+  c.allow_int3 = false;
+  const int err = cap::init(c, nullptr);
+  if (be == profile::CaptureBackend::Int3) {
+    EXPECT_EQ(err, ENODEV);
+    EXPECT_EQ(cap::backend(), profile::CaptureBackend::None);
+  } else {
+    EXPECT_EQ(err, 0);
+  }
+}
+
 // A window nobody runs: stop() takes the int3 out (checked in TearDown too).
 TEST_F(SoftCaptureInt3, StopRestoresTheCodeOfAnOpenWindow) {
   ASSERT_EQ(cap::init(config(), nullptr), 0);
