@@ -402,10 +402,12 @@ void int3_restore_in_child() {
     while (s.child_restore.load(std::memory_order_acquire) != 2) sched_yield();
     return;
   }
+  bool restored[kMaxSlots] = {};
   for (uint32_t k = 0; k < kMaxSlots; ++k) {
     Patch& p = s.patches[k];
     const uint64_t c = p.ctl.load(std::memory_order_relaxed);
     if (ctl_state(c) == kPatchFree) continue;
+    restored[k] = true;
     const uint64_t ip = p.ip.load(std::memory_order_relaxed);
     void* page = reinterpret_cast<void*>(page_of(ip));
     // The page may be writable (inherited mid-window) or not: make sure, then put it back.
@@ -414,9 +416,9 @@ void int3_restore_in_child() {
     }
     p.ctl.store(pack_ctl(ctl_window(c), kPatchFree), std::memory_order_release);
   }
-  for (uint32_t k = 0; k < kMaxSlots; ++k) {
+  for (uint32_t k = 0; k < kMaxSlots; ++k) {  // only the pages of the patches restored above
     const Patch& p = s.patches[k];
-    if (p.ip.load(std::memory_order_relaxed) && p.prot)
+    if (restored[k] && p.prot)
       mprotect(reinterpret_cast<void*>(page_of(p.ip.load(std::memory_order_relaxed))), kPage, p.prot);
   }
   s.child_restore.store(2, std::memory_order_release);
