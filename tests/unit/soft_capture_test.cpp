@@ -283,6 +283,78 @@ TEST_F(SoftCapture, CapturedColumnWalkEstimatesAsAConflict) {
   cap::remove_thread(tid());
 }
 
+// The sharing half end to end: two threads take turns (handed over by an atomic, no sleeping)
+// writing their own word of one line, the watch windows capture the interleaving, and with the
+// threads' samples the profile estimates as false sharing with disjoint write masks.
+TEST_F(SoftCapture, WatchedInterleavingEstimatesAsFalseSharing) {
+  cap::Config cfg = config();
+  cfg.min_samples = 1000;  // watch windows only
+  ASSERT_EQ(cap::init(cfg, nullptr), 0);
+  alignas(64) static uint64_t line[8];
+  profile::Profile p;
+  p.meta.mode = uint32_t(profile::Mode::Soft);
+  p.meta.sample_source = uint32_t(profile::SampleSource::TaskClock);
+  p.meta.capture_backend = uint32_t(profile::CaptureBackend::HwBreakpoint);
+  p.meta.sample_period_ns = 1000;
+  p.meta.exited = 1;
+  p.meta.threads_seen = 3;
+  p.command = "ping-pong";
+  p.geometry = default_geometry();
+  p.geometry_source = "default";
+  p.counters.resize(p.geometry.levels.size());
+  const uint64_t t0 = now();
+  for (uint32_t i = 0; i < 256; ++i) {  // what a sampler would see: both threads writing
+    profile::SampleRecord r{};
+    r.time_ns = t0 + i;
+    r.ip = u(wmc_store_op);
+    r.thread = 1 + i % 2;
+    r.addr = u(&line[i % 2]);
+    r.size = 8;
+    r.flags = profile::kAccessWrite;
+    r.level = profile::kLevelUnknown;
+    r.weight = 1000;
+    p.samples.push_back(r);
+    cap::note_sample(r);
+  }
+  p.meta.samples = p.samples.size();
+  std::latch tracked(2), armed(1);
+  std::atomic<uint32_t> turn{1};
+  auto body = [&](uint32_t index) {
+    start_thread(index);
+    tracked.count_down();
+    armed.wait();
+    for (int i = 0; i < 12; ++i) {
+      while (turn.load() != index) {
+      }
+      test::with_traps([&] { wmc_store(&line[index - 1], 1); });
+      turn.store(3 - index);
+    }
+    cap::remove_thread(tid());
+  };
+  std::thread a(body, 1), b(body, 2);
+  tracked.wait();
+  cap::tick(now());
+  ASSERT_EQ(cap::stats().watch_windows, 2u);
+  armed.count_down();
+  a.join();
+  b.join();
+  cap::stop();
+  p.windows = windows();
+  p.captures = captures();
+  ASSERT_EQ(p.captures.size(), 24u);
+
+  Status st = analysis::estimate(p);
+  ASSERT_TRUE(st.ok()) << st.error();
+  const analysis::Analysis an = analysis::analyze(p);
+  ASSERT_FALSE(an.findings.empty()) << (an.notes.empty() ? "" : an.notes[0]);
+  const analysis::Finding& f = an.findings[0];
+  EXPECT_STREQ(analysis::kind_name(f.kind), analysis::kind_name(analysis::Kind::FalseSharing));
+  ASSERT_EQ(f.line_threads.size(), 2u);
+  EXPECT_EQ(f.line_threads[0].write_mask & f.line_threads[1].write_mask, 0u);
+  EXPECT_EQ(f.line_addr, u(line));
+  EXPECT_EQ(analysis::support(p, f).windows, 2u);
+}
+
 // A forked child inherits the fds but not the events (they follow the parent's threads):
 // after forget_after_fork nothing fires there and nothing is recorded; the parent's window is
 // untouched and still captures.
@@ -355,7 +427,27 @@ TEST_F(SoftCapture, PacingHoldsNewWindowsUntilTheBudgetRecovers) {
 TEST_F(SoftCapture, ProbeRefusesMachinesWhoseBreakpointsNeverFire) {
   cap::Config c = config();
   c.probe = true;
+  c.allow_int3 = false;
   EXPECT_EQ(cap::init(c, nullptr), test::hw_breakpoints_fire() ? 0 : ENODEV);
+  EXPECT_EQ(cap::backend(), test::hw_breakpoints_fire() ? profile::CaptureBackend::HwBreakpoint
+                                                        : profile::CaptureBackend::None);
+}
+
+// The fallback to int3 needs SIGTRAP; here the trap emulation owns it (on a machine whose
+// breakpoints fire, init keeps the hardware): refused with EBUSY, counted, the stage off.
+// (The Int3 backend itself is tested in soft_capture_int3_test, where SIGTRAP is free.)
+TEST_F(SoftCapture, Int3FallbackRefusedWhenSIGTRAPIsTaken) {
+  cap::Config c = config();
+  c.probe = true;
+  const uint64_t owned = cap::stats().sigtrap_owned;
+  if (test::hw_breakpoints_fire()) {
+    EXPECT_EQ(cap::init(c, nullptr), 0);
+    EXPECT_EQ(cap::backend(), profile::CaptureBackend::HwBreakpoint);
+    return;
+  }
+  EXPECT_EQ(cap::init(c, nullptr), EBUSY);
+  EXPECT_EQ(cap::backend(), profile::CaptureBackend::None);
+  EXPECT_EQ(cap::stats().sigtrap_owned, owned + 1);
 }
 
 int perf_fds() {

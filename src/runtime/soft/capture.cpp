@@ -2,8 +2,10 @@
 // Scheduling is in capture_sched.cpp, the perf events in capture_events.cpp.
 #include "runtime/soft/capture.h"
 
+#include <asm/prctl.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -109,13 +111,50 @@ bool record(Thread& t, Window& w, uint32_t win, const MemAccess& m, uint64_t tim
 
 }  // namespace
 
+namespace detail {
+bool int3_capture(uint32_t w, const uint8_t* code, uint8_t len, uint64_t ip, const ucontext_t* uc,
+                  pid_t tid, uint64_t fs_base) {
+  State& s = g();
+  if (!s.ready.load(std::memory_order_acquire) || !s.on.load(std::memory_order_acquire)) return false;
+  const uint32_t e = find_thread(tid);
+  if (e == kNone || w >= s.cfg.max_windows) return false;  // untracked thread: stepped over only
+  Thread& t = s.threads[e];
+  uint32_t slot = kNone;
+  for (uint32_t k = 0; k < kMaxSlots; ++k)
+    if (t.fd[k] == kSoftFd && t.window[k] == w) slot = k;
+  if (slot == kNone) return false;  // joins the window at the next tick
+  const uint32_t hits = t.hits[slot].fetch_add(1, std::memory_order_relaxed) + 1;
+  if (hits > s.cfg.captures_per_window) return false;
+  Window& win = s.windows[w];
+  const uint64_t time = now_ns();
+  RegisterView rv;
+  rv.uc = uc;
+  rv.fs_base = fs_base;
+  MemAccess m;
+  if (decode_bytes(code, len, ip, rv, &m) != DecodeStatus::Ok || !record(t, win, w, m, time)) {
+    win.dropped.fetch_add(1, std::memory_order_relaxed);
+    s.dropped.fetch_add(1, std::memory_order_relaxed);
+  }
+  return true;
+}
+}  // namespace detail
+
 int init(const Config& c, ObjectLookup lookup) {
   ErrnoGuard eg;
   State& s = g();
   int err = valid(c) ? 0 : EINVAL;
-  if (!err && c.probe) err = probe_hardware();
+  // Backend: debug registers if they fire (or unprobed: tests emulating them), else int3.
+  auto be = profile::CaptureBackend::HwBreakpoint;
+  if (!err && c.force_int3) {
+    be = profile::CaptureBackend::Int3;
+  } else if (!err && c.probe) {
+    err = probe_hardware();
+    if (err && c.allow_int3) err = 0, be = profile::CaptureBackend::Int3;
+  }
+  if (!err && be == profile::CaptureBackend::Int3) err = int3_install();
   if (err) {
     stop();  // a stage set up before stays off too: "then the stage stays off"
+    s.backend.store(uint32_t(profile::CaptureBackend::None), std::memory_order_relaxed);
     return err;
   }
   if (s.map) {  // re-initialisation (tests): only once nothing can be running
@@ -136,6 +175,17 @@ int init(const Config& c, ObjectLookup lookup) {
   if (m == MAP_FAILED) return errno;
   auto* base = static_cast<uint8_t*>(m);
   s.cfg = c;
+  if (be == profile::CaptureBackend::Int3) s.cfg.watchpoints = false;  // no software watchpoints
+  s.backend.store(uint32_t(be), std::memory_order_relaxed);
+  s.pid = getpid();
+  s.child_restore.store(0, std::memory_order_relaxed);
+  s.gen.fetch_add(1, std::memory_order_relaxed);
+  s.int3_passed.store(0);
+  s.int3_bounces.store(0);
+  s.int3_stale.store(0);
+  s.sigtrap_blocked.store(0);
+  s.sigtrap_taken.store(0);  // (sigtrap_owned counts refused inits: not reset)
+  if (be == profile::CaptureBackend::Int3) int3_mark_owner();
   s.lookup = lookup;
   s.map = m;
   s.map_bytes = bytes;
@@ -288,10 +338,12 @@ void forget_after_fork() {
   s.on.store(false, std::memory_order_release);
   s.ready.store(false, std::memory_order_release);
   s.sched_busy.store(false, std::memory_order_relaxed);
+  if (s.backend.load(std::memory_order_relaxed) == uint32_t(profile::CaptureBackend::Int3))
+    int3_restore_in_child();  // the code pages came patched
   for (uint32_t i = 0; i < s.cfg.max_threads; ++i) {
     Thread& t = s.threads[i];
     for (uint32_t k = 0; k < kMaxSlots; ++k) {
-      if (t.fd[k] >= 0) {
+      if (t.fd[k] >= 0 && t.fd[k] != kSoftFd) {
         if (t.fd[k] < int(kFdTable)) s.fds[t.fd[k]].store(0, std::memory_order_relaxed);
         close(t.fd[k]);
       }
@@ -350,10 +402,22 @@ size_t export_captures(profile::CaptureRecord* out, size_t max) {
   return k;
 }
 
+size_t original_code(uint64_t ip, uint8_t* out, size_t max) { return int3_original_code(ip, out, max); }
+
+profile::CaptureBackend backend() {
+  return profile::CaptureBackend(g().backend.load(std::memory_order_relaxed));
+}
+
 Stats stats() {
   State& s = g();
   Stats r;
+  r.sigtrap_owned = s.sigtrap_owned.load(std::memory_order_relaxed);
   if (!s.map) return r;
+  r.int3_passed = s.int3_passed.load(std::memory_order_relaxed);
+  r.int3_bounces = s.int3_bounces.load(std::memory_order_relaxed);
+  r.int3_stale = s.int3_stale.load(std::memory_order_relaxed);
+  r.sigtrap_blocked = s.sigtrap_blocked.load(std::memory_order_relaxed);
+  r.sigtrap_taken = s.sigtrap_taken.load(std::memory_order_relaxed);
   r.windows = s.nwindows.load(std::memory_order_relaxed);
   r.watch_windows = s.watch_windows.load(std::memory_order_relaxed);
   r.captures = s.captures.load(std::memory_order_relaxed);

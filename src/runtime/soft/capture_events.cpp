@@ -48,6 +48,14 @@ int route_signal(int fd, pid_t tid, int signo) {
 int arm_event(uint32_t e, uint32_t slot, uint32_t w) {
   State& s = g();
   Thread& t = s.threads[e];
+  if (s.backend.load(std::memory_order_relaxed) == uint32_t(profile::CaptureBackend::Int3)) {
+    // No event: the int3 is process-wide; the entry only marks the thread as in the window
+    // (its hits bound what is recorded for it).
+    t.hits[slot].store(0, std::memory_order_relaxed);
+    t.window[slot] = w;
+    t.fd[slot] = kSoftFd;
+    return 0;
+  }
   const Window& win = s.windows[w];
   perf_event_attr a;
   memset(&a, 0, sizeof a);
@@ -119,6 +127,10 @@ void disarm_event(uint32_t e, uint32_t slot) {
   Thread& t = s.threads[e];
   const int fd = t.fd[slot];
   if (fd < 0) return;
+  if (fd == kSoftFd) {  // Int3 marker: nothing to close
+    t.fd[slot] = -1;
+    return;
+  }
   // Cleared before close: a signal still queued for this fd (or for a later event that reuses
   // the number) is then not taken for this window.
   s.fds[fd].store(0, std::memory_order_release);

@@ -14,6 +14,8 @@
 //  - Candidate tables: counts bumped by note_sample from any thread or handler (lock-free,
 //    approximate under races by design); decayed and chosen from by tick.
 #pragma once
+#include <signal.h>
+#include <ucontext.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -80,6 +82,31 @@ struct LineEntry {
   uint64_t last_armed_ns[kWords];            // tick only
 };
 
+// Software breakpoints (CaptureBackend::Int3, capture_int3.cpp). One patch per slot: the
+// instruction of the slot's window with an int3 written over its first byte. `ctl` packs the
+// window index (high half) with the patch state, so one load tells a handler both (window
+// indices are never reused within a run, so a stale handler cannot mistake a later window of the
+// slot for its own). Protocol, races and their reasoning: docs/soft-capture.md "Int3 backend".
+enum : uint32_t { kPatchFree = 0, kPatchArmed = 1, kPatchFull = 2, kPatchClosed = 3 };
+inline uint64_t pack_ctl(uint32_t window, uint32_t st) { return uint64_t(window) << 32 | st; }
+inline uint32_t ctl_window(uint64_t c) { return uint32_t(c >> 32); }
+inline uint32_t ctl_state(uint64_t c) { return uint32_t(c); }
+inline constexpr int kSoftFd = int(kFdTable);  // Thread::fd marker: armed in an Int3 window
+inline constexpr uint32_t kRecent = 64;        // ring of recently unpatched ips (stale traps)
+inline constexpr uint32_t kCodeBytes = 16;
+
+struct Patch {
+  std::atomic<uint64_t> ctl{0};        // pack_ctl(window, kPatch*)
+  std::atomic<uint64_t> ip{0};         // patched instruction (kept after the patch is freed)
+  std::atomic<uint32_t> writers{0};    // handlers between their state check and their write
+  std::atomic<uint32_t> stepping{0};   // threads stepping over the original instruction
+  std::atomic<uint32_t> hits{0};       // int3 traps taken in the window (every thread)
+  std::atomic<uint32_t> limit{0};      // hits after which the int3 is no longer re-inserted
+  uint8_t code[kCodeBytes] = {};       // original bytes (code[0] is what the int3 replaced)
+  uint8_t len = 0;                     // instruction length
+  int prot = 0;                        // protection of the page before the window
+};
+
 struct State {
   Config cfg;
   ObjectLookup lookup = nullptr;
@@ -107,6 +134,21 @@ struct State {
   uint64_t slot_backoff[kMaxSlots] = {};  // no arming in the slot before this time
   int64_t budget_ns = 0;             // capture time the stage may still spend
   uint64_t last_tick_ns = 0, last_decay_ns = 0;
+  // Int3 backend (capture_int3.cpp). Outside the mapping: a forked child's handler needs the
+  // patches after forget_after_fork, and a stale trap may arrive after a re-init.
+  std::atomic<uint32_t> backend{0};  // profile::CaptureBackend
+  pid_t pid = 0;                     // the process the patches belong to (getpid at init)
+  // A page with MADV_WIPEONFORK holding 1 in the process that ran init: a forked child reads 0
+  // without a syscall (fallback when madvise refuses: getpid() != pid).
+  std::atomic<uint32_t>* alive = nullptr;
+  std::atomic<uint32_t> gen{0};      // bumped by every init: per-thread caches (tid, fs) expire
+  Patch patches[kMaxSlots];
+  std::atomic<uint64_t> recent[kRecent] = {};  // ips unpatched lately (a trap may be late)
+  uint32_t recent_next = 0;                    // tick/stop only
+  std::atomic<uint32_t> child_restore{0};      // 0, 1: restoring, 2: done (forked child)
+  std::atomic<uint64_t> sigtrap_owned{0}, int3_passed{0}, int3_bounces{0}, int3_stale{0};
+  std::atomic<uint64_t> sigtrap_blocked{0};
+  std::atomic<uint64_t> sigtrap_taken{0};  // ticks that found SIGTRAP no longer ours
 };
 
 State& g();
@@ -133,6 +175,32 @@ void disarm_event(uint32_t e, uint32_t slot);
 // Whether debug registers work here: 0 when a write watchpoint on this thread counts, ENODEV
 // when it is accepted but counts nothing, else perf_event_open's errno.
 int probe_hardware();
+
+// Int3 backend (capture_int3.cpp).
+// Installs the SIGTRAP handler if SIGTRAP has the default disposition (or is ours already):
+// 0, or EBUSY (counted in sigtrap_owned) when the program or a debugger owns it.
+int int3_install();
+// Checks the instruction at ip (decodable memory access, not pushf/popf), saves its bytes, makes
+// its page writable and writes the int3: patch `slot` becomes window `w`. 0, or EINVAL when the
+// instruction is refused (the caller counts it as rejected), EAGAIN when a thread has SIGTRAP
+// blocked (counted in sigtrap_blocked), or mprotect's errno (counted).
+int int3_patch(uint32_t slot, uint32_t w, uint64_t ip);
+// Closes the slot's patch: no more re-insertion, waits for handlers mid-write (a few
+// instructions), restores the original byte and the page's protection. Collector only.
+void int3_unpatch(uint32_t slot);
+// Restores every patched byte in a forked child (idempotent, any thread, signal-safe).
+void int3_restore_in_child();
+// Records an int3 hit of window w in the calling thread (capture.cpp): decoded from the saved
+// original bytes, bounded per thread by captures_per_window. False if nothing was recorded.
+bool int3_capture(uint32_t w, const uint8_t* code, uint8_t len, uint64_t ip, const ucontext_t* uc,
+                  pid_t tid, uint64_t fs_base);
+size_t int3_original_code(uint64_t ip, uint8_t* out, size_t max);
+// Whether SIGTRAP is still handled by int3_on_sigtrap (the program may install its own later).
+bool int3_handler_still_ours();
+// Maps the fork-detection page (once) and marks this process as the patches' owner.
+void int3_mark_owner();
+// The SIGTRAP handler.
+void int3_on_sigtrap(int sig, siginfo_t* si, void* ctx);
 
 // Scheduler (capture_sched.cpp).
 void sched_reset(uint64_t now_ns);

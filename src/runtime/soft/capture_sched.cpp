@@ -81,6 +81,10 @@ bool hold(Thread& t) {
 }
 void release(Thread& t) { t.state.store(kLive, std::memory_order_release); }
 
+bool int3(const State& s) {
+  return s.backend.load(std::memory_order_relaxed) == uint32_t(profile::CaptureBackend::Int3);
+}
+
 bool cooled(uint64_t last, uint64_t now, uint64_t rearm) { return last == 0 || now - last >= rearm; }
 
 // Halves the counts; recycles entries at zero that are not in their re-arm cooldown.
@@ -215,6 +219,25 @@ void arm_window(State& s, const Candidate& c, uint32_t slot, uint64_t now) {
     t.window[slot] = w;  // attempted: not retried for this window
     release(t);
   }
+  if (int3(s) && win.threads > 0) {
+    // The threads are marked first, so their first hits are recorded; then the int3 goes in.
+    s.patches[slot].limit.store(win.threads * s.cfg.captures_per_window, std::memory_order_relaxed);
+    const int err = int3_patch(slot, w, c.ip);
+    if (err) {
+      // Not a memory instruction (or undecodable, pushf/popf): rejected; an mprotect refusal
+      // was counted as an open failure. Either way the window is not published.
+      if (err == EINVAL) s.rejected.fetch_add(1, std::memory_order_relaxed);
+      for (uint32_t e = 0; e < hw; ++e) {
+        Thread& t = s.threads[e];
+        if (!hold(t)) continue;
+        disarm_event(e, slot);
+        t.window[slot] = kNone;
+        release(t);
+      }
+      win.open = 0;
+      return;
+    }
+  }
   if (win.threads == 0) {
     win.open = 0;
     // Refused everywhere (debug registers taken, not permitted): leave the slot alone a while
@@ -230,10 +253,11 @@ void arm_window(State& s, const Candidate& c, uint32_t slot, uint64_t now) {
 void end_window(State& s, uint32_t slot, uint64_t now, uint32_t max_hits) {
   const uint32_t w = s.slot_window[slot];
   Window& win = s.windows[w];
+  if (int3(s)) int3_unpatch(slot);  // original byte and page protection back
   win.end_ns = now;
   win.open = 0;
   s.slot_window[slot] = kNone;
-  s.budget_ns -= int64_t(max_hits) * int64_t(s.cfg.hit_cost_ns);
+  s.budget_ns -= int64_t(max_hits) * int64_t(int3(s) ? s.cfg.int3_hit_cost_ns : s.cfg.hit_cost_ns);
 }
 
 }  // namespace
@@ -304,16 +328,26 @@ void tick(uint64_t now) {
       if (w == kNone) continue;
       if (t.window[k] != w) {
         disarm_event(e, k);
-        if (arm_event(e, k, w) == 0) ++s.windows[w].threads;
+        if (arm_event(e, k, w) == 0) {
+          ++s.windows[w].threads;
+          if (int3(s)) s.patches[k].limit.fetch_add(cap, std::memory_order_relaxed);
+        }
         t.window[k] = w;
       }
       if (t.fd[k] < 0) continue;
       const uint32_t h = t.hits[k].load(std::memory_order_relaxed);
-      max_hits[k] = std::max(max_hits[k], std::min(h, cap));
+      // Int3: hits past the bound still trapped (the int3 is everyone's): they are charged.
+      max_hits[k] = std::max(max_hits[k], int3(s) ? h : std::min(h, cap));
       if (h < cap) live[k] = true;
     }
     release(t);
   }
+  // Int3: a window lives while its int3 is re-inserted, i.e. until its hit limit (every armed
+  // thread's captures_per_window, counting untracked threads' hits too) is reached.
+  if (int3(s))
+    for (uint32_t k = 0; k < slots; ++k)
+      if (s.slot_window[k] != kNone)
+        live[k] = ctl_state(s.patches[k].ctl.load(std::memory_order_acquire)) == kPatchArmed;
   // Pass 2: end expired or exhausted windows and close their events.
   bool ending[kMaxSlots] = {};
   bool any_ending = false;
@@ -337,6 +371,21 @@ void tick(uint64_t now) {
   if (now - s.last_decay_ns >= s.cfg.decay_ns) {
     decay(s, now);
     s.last_decay_ns = now;
+  }
+
+  // Int3: if the program installed its own SIGTRAP handler since, our int3s would reach it:
+  // end every window now (bytes restored) and arm no more.
+  if (int3(s) && !int3_handler_still_ours()) {
+    s.sigtrap_taken.fetch_add(1, std::memory_order_relaxed);
+    for (uint32_t e = 0; e < hw; ++e) {
+      Thread& t = s.threads[e];
+      if (!hold(t)) continue;
+      for (uint32_t k = 0; k < slots; ++k) disarm_event(e, k);
+      release(t);
+    }
+    for (uint32_t k = 0; k < slots; ++k)
+      if (s.slot_window[k] != kNone) end_window(s, k, now, 0);
+    s.on.store(false, std::memory_order_release);
   }
 
   // Pass 3: new windows in the free slots, while the budget lasts.
