@@ -78,6 +78,14 @@ void end_notes(const profile::MetaRecord& meta) {
                  .s(" traps dropped, ").u(c.rejected).s(" candidates outside mapped code, ")
                  .u(c.open_failures).s(" events refused (first errno ").u(uint64_t(c.first_errno))
                  .s(")").c_str());
+    if (soft::capture::backend() == profile::CaptureBackend::Int3)
+      add_note(c.sigtrap_blocked || c.sigtrap_taken ? 1 : 0,
+               Text().s("int3 breakpoints (debug registers do not fire here): ").u(c.int3_passed)
+                   .s(" hits stepped over unrecorded, ").u(c.int3_bounces).s(" bounces, ")
+                   .u(c.int3_stale).s(" stale traps, ").u(c.sigtrap_blocked)
+                   .s(" windows not armed because a thread blocked SIGTRAP")
+                   .s(c.sigtrap_taken ? "; stopped: the program installed its own SIGTRAP handler" : "")
+                   .c_str());
   }
 #endif
   if (g.pmu_mode && g.pmu_unknown_thread.load())
@@ -95,8 +103,10 @@ void write_profile(int term_signal) {
   meta.end_ns = realtime_ns();
   meta.sample_period_ns = g.period_ns;
   meta.sample_source = uint32_t(g.sampling ? profile::SampleSource::TaskClock : profile::SampleSource::None);
-  meta.capture_backend = uint32_t(g.capture_on ? profile::CaptureBackend::HwBreakpoint
-                                               : profile::CaptureBackend::None);
+  meta.capture_backend = uint32_t(profile::CaptureBackend::None);
+#if WHYMISS_HAVE_CAPTURE
+  if (g.capture_on) meta.capture_backend = uint32_t(soft::capture::backend());
+#endif
   meta.cores = 0;
 
   // Threads and the sample counts of their handlers.

@@ -144,7 +144,17 @@ void take_sample(ThreadState* t, const ucontext_t* uc, const soft::RegisterView&
     discard(t, profile::DiscardReason::InRuntime);
   } else {
     soft::MemAccess ma;
-    switch (soft::decode_previous(uint64_t(uc->uc_mcontext.gregs[REG_RIP]), rv, &ma)) {
+    soft::DecodeStatus st = soft::decode_previous(uint64_t(uc->uc_mcontext.gregs[REG_RIP]), rv, &ma);
+#if WHYMISS_HAVE_CAPTURE
+    // The capture stage's Int3 backend may have an int3 on that instruction's first byte right
+    // now: decode the original bytes it saved instead.
+    if (g.capture_on && st != soft::DecodeStatus::Ok && ma.ip != 0) {
+      uint8_t code[16];
+      if (size_t n = soft::capture::original_code(ma.ip, code, sizeof code))
+        st = soft::decode_after_bytes(code, n, ma.ip, rv, &ma);
+    }
+#endif
+    switch (st) {
       case soft::DecodeStatus::Ok: {
         profile::SampleRecord r{};
         r.time_ns = monotonic_ns();
@@ -300,14 +310,19 @@ void* collector_main(void*) {
 
 using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
 
-// Started with every signal blocked (it inherits the mask), so that neither the program's
-// process-directed signals nor ours ever run on it; created with libc's pthread_create so it
+// Started with every signal but SIGTRAP blocked (it inherits the mask), so that neither the
+// program's process-directed signals nor ours ever run on it; created with libc's pthread_create so it
 // gets no thread index and no events.
 void start_collector() {
   auto create = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
   if (!create) return;
   sigset_t all, old;
   sigfillset(&all);
+  // Except SIGTRAP: the capture stage's Int3 backend arms no window while any thread of the
+  // process has SIGTRAP blocked (a thread trapping on an int3 with it blocked is killed); this
+  // thread never runs the program's code, so it never traps, and process-directed SIGTRAPs
+  // (kill) get the same treatment here as on any thread.
+  sigdelset(&all, SIGTRAP);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   pthread_attr_t attr;
   pthread_attr_init(&attr);
