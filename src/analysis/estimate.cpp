@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -78,10 +79,27 @@ struct Estimator {
       x.samples.push_back(i);
       lines[line_of(s.addr)].add(s.thread, s.addr % line, s.size, s.flags, line, s.ip, false);
     }
+    // A line's captures show how its threads interleave only where two threads' captures of it
+    // overlap in time within one window; one thread captured first and the other after (a busy
+    // machine, traps serialising the threads) shows nothing either way. Only threads overlapping
+    // another count as captured on the line (by_samples: else the samples decide).
+    std::map<std::tuple<uint64_t, uint32_t, uint32_t>, std::pair<uint64_t, uint64_t>> span;
     for (const CaptureRecord& c : p.captures) {
       instr(c.ip);
       lines[line_of(c.addr)].add(c.thread, c.addr % line, c.size, c.flags, line, c.ip, true);
+      auto [it, fresh] = span.try_emplace({line_of(c.addr), c.window, c.thread}, c.time_ns, c.time_ns);
+      if (!fresh) it->second = {std::min(it->second.first, c.time_ns), std::max(it->second.second, c.time_ns)};
     }
+    for (auto& [l, u] : lines) u.capture_threads.clear();
+    for (auto a = span.begin(); a != span.end(); ++a)
+      for (auto b = std::next(a); b != span.end() && std::get<0>(b->first) == std::get<0>(a->first) &&
+                                  std::get<1>(b->first) == std::get<1>(a->first);
+           ++b)
+        if (a->second.first <= b->second.second && b->second.first <= a->second.second) {
+          LineUse& u = lines[std::get<0>(a->first)];
+          u.capture_threads.insert(std::get<2>(a->first));
+          u.capture_threads.insert(std::get<2>(b->first));
+        }
     for (auto& [l, u] : lines) u.shared = u.threads.size() >= k.min_threads_for_sharing && u.written;
   }
 
@@ -373,6 +391,7 @@ struct Estimator {
       if (pmu() || !x.captures || x.samples.size() < k.min_samples_per_instruction) continue;
       const double base = double(x.samples.size() - x.sample_replayed);
       for (auto& [l, kinds] : x.rep_line_coh) {
+        if (by_samples(lines[l])) continue;  // the sample replay counts this line's
         auto& dst = line_coh[l][ip];
         for (int j = 0; j < 2; ++j) dst[j] += base * kinds[j] / double(x.captures);
       }
