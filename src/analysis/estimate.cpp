@@ -38,7 +38,14 @@ struct Estimator {
 
   bool pmu() const { return p.meta.mode == uint32_t(Mode::Pmu); }
   // Lines whose coherence misses come from their samples (not from replayed captures).
-  bool by_samples(const LineUse& u) const { return u.shared && (pmu() || u.capture_threads.size() < 2); }
+  // A shared line's coherence misses come from the samples (else from the window replay) in pmu
+  // mode, where fewer than two threads' captures of it overlap (gather), and with int3
+  // captures: every thread traps on the one patched instruction and the stepping protocol
+  // serialises them there, so the captured order is the traps', not the program's interleaving.
+  bool by_samples(const LineUse& u) const {
+    return u.shared && (pmu() || int3() || u.capture_threads.size() < 2);
+  }
+  bool int3() const { return p.meta.capture_backend == uint32_t(CaptureBackend::Int3); }
   Ins& instr(uint64_t ip) {
     Ins& x = ins[ip];
     x.ip = ip;

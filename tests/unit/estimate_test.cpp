@@ -142,7 +142,9 @@ TEST(Estimate, WindowsThatCaughtTheThreadsAtDifferentTimesLeaveSharingToTheSampl
   // first and the other only after it: the captures never overlap, so their replay shows no
   // interleaving, which is no evidence that the threads do not contend. The samples decide.
   for (bool same_word : {false, true}) {
-    profile::Profile p = testing::sampled_profile(testing::sharing_global(false, same_word), {});
+    SamplerConfig c;
+    c.backend = profile::CaptureBackend::HwBreakpoint;  // Int3 windows never decide sharing
+    profile::Profile p = testing::sampled_profile(testing::sharing_global(false, same_word), c);
     ASSERT_FALSE(p.captures.empty());
     std::map<uint32_t, uint64_t> last_of_first_thread;  // window -> last capture time of thread 1
     for (const auto& c : p.captures)
@@ -156,6 +158,32 @@ TEST(Estimate, WindowsThatCaughtTheThreadsAtDifferentTimesLeaveSharingToTheSampl
     SCOPED_TRACE(same_word);
     Analysis a = run(p);
     expect_top(a, same_word ? Kind::TrueSharing : Kind::FalseSharing, Origin::Application);
+  }
+}
+
+TEST(Estimate, Int3WindowsLeaveSharingToTheSamples) {
+  // Int3 captures of two threads overlap in time but come in bursts: both threads trap on the
+  // one patched instruction and step over it in turn, so the replay would see the bursts, not
+  // the program's interleaving. Debug-register captures of the same shape are taken at face
+  // value (the threads did take turns).
+  for (auto backend : {profile::CaptureBackend::Int3, profile::CaptureBackend::HwBreakpoint}) {
+    SamplerConfig c;
+    c.backend = backend;
+    profile::Profile p = testing::sampled_profile(testing::sharing_global(false, false), c);
+    std::map<std::pair<uint32_t, uint32_t>, uint32_t> seen, total;  // (window, thread) -> count
+    for (const auto& cr : p.captures) total[{cr.window, cr.thread}]++;
+    for (auto& cr : p.captures) {
+      // Thread 1 runs, thread 2 runs, thread 1's last capture comes after: two switches.
+      const uint64_t start = p.windows[cr.window].start_ns;
+      const uint32_t i = seen[{cr.window, cr.thread}]++;
+      const bool last = i + 1 == total[{cr.window, cr.thread}];
+      cr.time_ns = start + (cr.thread == 2 ? 20000 + i : (last ? 40000 : i));
+      p.windows[cr.window].end_ns = std::max(p.windows[cr.window].end_ns, cr.time_ns);
+    }
+    SCOPED_TRACE(int(backend));
+    Analysis a = run(p);
+    if (backend == profile::CaptureBackend::Int3) expect_top(a, Kind::FalseSharing, Origin::Application);
+    else for (const Finding& f : a.findings) EXPECT_NE(f.kind, Kind::FalseSharing);
   }
 }
 
