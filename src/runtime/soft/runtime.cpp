@@ -57,10 +57,11 @@ constinit Global g;
 
 namespace {
 
-// Default task-clock period. Measured here (bench/README.md): a sample costs ~40 us of the
-// sampled thread's time, so 1 ms keeps the time overhead near 4 % while giving a 1 s run about
-// a thousand samples per busy thread.
-constexpr uint64_t kDefaultPeriodUs = 1000;
+// Default task-clock period. Measured here (bench/README.md): a sample costs 55-75 us of the
+// sampled thread's time on our loaded VMs, and the capture stage ~1 % more; at 1 ms the
+// geometric-mean overhead was 11-13 %, so 2 ms (~4 % for sampling) keeps it under the 10 %
+// target while a 1 s run still gives ~500 samples per busy thread.
+constexpr uint64_t kDefaultPeriodUs = 2000;
 constexpr size_t kMaxSamples = size_t(1) << 20;   // 48 MiB of address space, touched as used
 constexpr size_t kDecodeArena = size_t(2) << 20;
 constexpr uint64_t kCollectorTickNs = 5'000'000;
@@ -511,7 +512,7 @@ void init() {
     cc.captures_per_window = 512;
     cc.window_ns = 40'000'000;
     // Half the stage's default trap-time budget (1 % of run time): with the int3 backend a hit
-    // costs 25-40 us here, and the 1 ms task-clock samples already take 5-7 %; the overhead
+    // costs 25-40 us here, and the 2 ms task-clock samples already take ~4 %; the overhead
     // target (10 % geometric mean, bench/README.md) holds only with the stage at ~1 %.
     cc.budget_permille = 10;
     if (int e = soft::capture::init(cc, object_of); e == 0) {
