@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -37,7 +38,14 @@ struct Estimator {
 
   bool pmu() const { return p.meta.mode == uint32_t(Mode::Pmu); }
   // Lines whose coherence misses come from their samples (not from replayed captures).
-  bool by_samples(const LineUse& u) const { return u.shared && (pmu() || u.capture_threads.size() < 2); }
+  // A shared line's coherence misses come from the samples (else from the window replay) in pmu
+  // mode, where fewer than two threads' captures of it overlap (gather), and with int3
+  // captures: every thread traps on the one patched instruction and the stepping protocol
+  // serialises them there, so the captured order is the traps', not the program's interleaving.
+  bool by_samples(const LineUse& u) const {
+    return u.shared && (pmu() || int3() || u.capture_threads.size() < 2);
+  }
+  bool int3() const { return p.meta.capture_backend == uint32_t(CaptureBackend::Int3); }
   Ins& instr(uint64_t ip) {
     Ins& x = ins[ip];
     x.ip = ip;
@@ -78,10 +86,27 @@ struct Estimator {
       x.samples.push_back(i);
       lines[line_of(s.addr)].add(s.thread, s.addr % line, s.size, s.flags, line, s.ip, false);
     }
+    // A line's captures show how its threads interleave only where two threads' captures of it
+    // overlap in time within one window; one thread captured first and the other after (a busy
+    // machine, traps serialising the threads) shows nothing either way. Only threads overlapping
+    // another count as captured on the line (by_samples: else the samples decide).
+    std::map<std::tuple<uint64_t, uint32_t, uint32_t>, std::pair<uint64_t, uint64_t>> span;
     for (const CaptureRecord& c : p.captures) {
       instr(c.ip);
       lines[line_of(c.addr)].add(c.thread, c.addr % line, c.size, c.flags, line, c.ip, true);
+      auto [it, fresh] = span.try_emplace({line_of(c.addr), c.window, c.thread}, c.time_ns, c.time_ns);
+      if (!fresh) it->second = {std::min(it->second.first, c.time_ns), std::max(it->second.second, c.time_ns)};
     }
+    for (auto& [l, u] : lines) u.capture_threads.clear();
+    for (auto a = span.begin(); a != span.end(); ++a)
+      for (auto b = std::next(a); b != span.end() && std::get<0>(b->first) == std::get<0>(a->first) &&
+                                  std::get<1>(b->first) == std::get<1>(a->first);
+           ++b)
+        if (a->second.first <= b->second.second && b->second.first <= a->second.second) {
+          LineUse& u = lines[std::get<0>(a->first)];
+          u.capture_threads.insert(std::get<2>(a->first));
+          u.capture_threads.insert(std::get<2>(b->first));
+        }
     for (auto& [l, u] : lines) u.shared = u.threads.size() >= k.min_threads_for_sharing && u.written;
   }
 
@@ -262,11 +287,21 @@ struct Estimator {
 
   bool sweeper(const Ins& x) const {
     if (x.cap_fwd + x.cap_back) return x.cap_fwd > x.cap_back;
-    return x.sample_fwd >= x.sample_back && x.sample_back > 0;
+    // Samples farther apart than one pass of the sweep (the soft runtime's 1 ms period against a
+    // sub-millisecond pass) land at unrelated points of it and step forward or back about equally
+    // often: requiring a forward majority would make the verdict a coin flip. A sweep is refuted
+    // only when backward steps clearly dominate (a densely sampled backward sweep steps back
+    // nearly every time).
+    return x.sample_back > 0 && 2 * x.sample_fwd >= x.sample_back;
   }
 
   // Algorithm 1 on sampled lines at level l: the share of `addrs` in sets holding more distinct
-  // lines than ways, when all distinct lines fit in the level (else 0).
+  // lines than ways, when all distinct lines fit in the level (else 0). A set counts as crowded
+  // only beyond 1.5 times the lines per set of an even spread of the same lines: sparse samples
+  // of a large sweep spread evenly, and when they nearly fill the level about half the sets exceed
+  // the ways by chance (Poisson around the mean), while beyond 1.5 times the mean lie only a few
+  // percent of sets for any mean near the ways. A real concentration (objects at one set offset)
+  // leaves most sets empty, so the even spread is low and the limit stays at the ways.
   double crowded_share(const std::vector<uint64_t>& addrs, size_t l) const {
     const LevelGeometry& g = p.geometry.levels[l];
     std::set<uint64_t> distinct;
@@ -274,8 +309,10 @@ struct Estimator {
     if (addrs.empty() || distinct.size() * line > g.size) return 0;
     std::map<uint64_t, uint32_t> per_set;
     for (uint64_t d : distinct) per_set[d % g.sets()]++;
+    const double even = double(distinct.size()) / double(g.sets());
+    const double limit = std::max(double(g.ways), 1.5 * even);
     uint64_t in = 0;
-    for (uint64_t a : addrs) in += per_set[line_of(a) % g.sets()] > g.ways;
+    for (uint64_t a : addrs) in += double(per_set[line_of(a) % g.sets()]) > limit;
     return double(in) / double(addrs.size());
   }
 
@@ -361,6 +398,7 @@ struct Estimator {
       if (pmu() || !x.captures || x.samples.size() < k.min_samples_per_instruction) continue;
       const double base = double(x.samples.size() - x.sample_replayed);
       for (auto& [l, kinds] : x.rep_line_coh) {
+        if (by_samples(lines[l])) continue;  // the sample replay counts this line's
         auto& dst = line_coh[l][ip];
         for (int j = 0; j < 2; ++j) dst[j] += base * kinds[j] / double(x.captures);
       }

@@ -35,7 +35,8 @@ std::string provenance(const profile::Profile& p, const Finding& f) {
       if (line && c.addr / line == f.line_addr / line) capture_threads.insert(c.thread);
     const char* kind = "; true vs false sharing from the bytes each thread was seen to access";
     if (pmu) return std::string("sampled: misses are the samples on the line whose data came from beyond L1") + kind;
-    if (capture_threads.size() >= 2)
+    // Int3 captures never decide coherence (estimate.cpp, by_samples).
+    if (capture_threads.size() >= 2 && p.meta.capture_backend != uint32_t(profile::CaptureBackend::Int3))
       return std::string("accesses sampled; coherence misses modelled by replaying captures of ") +
              std::to_string(capture_threads.size()) + " threads" + kind;
     return std::string("accesses sampled; coherence misses modelled by replaying the threads' samples of the line") + kind;

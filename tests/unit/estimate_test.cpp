@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "analysis/analysis.h"
@@ -59,6 +60,17 @@ TEST(Estimate, LockstepHeapObjectsAreAnAllocatorConflict) {
   EXPECT_GE(a.findings[0].objects.size(), 2u);
 }
 
+TEST(Estimate, LockstepHeapObjectsFromSamplesAloneAreAnAllocatorConflict) {
+  // No capture stage (debug registers that never fire): Algorithm 1 on the sampled lines alone.
+  // The sampled lines fill only the objects' sets, about half of L1's, well above the even
+  // spread, where a sweep fills them all about evenly.
+  SamplerConfig c;
+  c.window_every = 0;
+  Analysis a = estimated(testing::conflict_alloc(false), c);
+  expect_top(a, Kind::Conflict, Origin::Allocator);
+  expect_none(estimated(testing::conflict_alloc(true), c));
+}
+
 TEST(Estimate, StaggeredHeapObjectsHaveNoFinding) { expect_none(estimated(testing::conflict_alloc(true))); }
 
 TEST(Estimate, RepeatedSweepOf8MiBIsCapacityBeyondL1) {
@@ -70,11 +82,109 @@ TEST(Estimate, RepeatedSweepOf8MiBIsCapacityBeyondL1) {
 
 TEST(Estimate, TiledSweepHasNoFinding) { expect_none(estimated(testing::capacity(true))); }
 
+// capacity.c as the soft runtime really samples it: one task-clock sample per period, and the
+// period (1 ms) longer than one pass over the 8 MiB array (~0.4 ms), so successive samples land
+// at unrelated points of the sweep and step forward or back about equally often. `passes` per
+// element as in the program run at a large scale (the tiled twin makes all of a block's passes
+// before the next block). No capture stage.
+Workload sparse_capacity(bool tiled, uint64_t passes) {
+  Workload w;
+  const uint64_t n = (8 << 20) / 8, block = 4096, base = 0x7f1000000010;
+  w.objects.push_back(testing::heap_object(5, base, 8 << 20, 0));
+  w.accesses = n * passes * 2;
+  w.gen = [=](uint32_t, uint64_t i) {
+    uint64_t j = i / 2, e = tiled ? (j / (block * passes)) * block + j % block : j % n;
+    return testing::Access{i % 2 ? 0x401304u : 0x401300u, base + e * 8, 8,
+                           uint8_t(i % 2 ? profile::kAccessWrite : profile::kAccessRead)};
+  };
+  return w;
+}
+
+TEST(Estimate, SweepSampledLessOftenThanOncePerPassIsStillCapacity) {
+  // Periods between 1.3 and 4 passes: for some, the samples of one instruction happen to step
+  // back more often than forward, which must not hide the sweep.
+  for (uint64_t period : {2'700'011ull, 3'100'007ull, 4'300'003ull, 5'900'009ull, 8'100'001ull}) {
+    SamplerConfig c;
+    c.period = period;
+    c.window_every = 0;
+    Analysis a = estimated(sparse_capacity(false, 6400), c);
+    SCOPED_TRACE(period);
+    expect_top(a, Kind::Capacity, Origin::Application);
+    expect_none(estimated(sparse_capacity(true, 6400), c));
+  }
+}
+
+TEST(Estimate, SampledLinesNearTheLevelsSizeAreNoConflict) {
+  // The sweep's ~730 sampled lines per instruction almost fill L1 (768 lines): spread uniformly,
+  // about half the sets hold more sampled lines than ways by chance alone. That is no set
+  // concentration: what a sweep of 8 MiB has is capacity misses.
+  for (uint64_t period : {8'900'017ull, 9'200'009ull, 9'500'003ull}) {
+    SamplerConfig c;
+    c.period = period;
+    c.window_every = 0;
+    Analysis a = estimated(sparse_capacity(false, 6400), c);
+    SCOPED_TRACE(period);
+    for (const Finding& f : a.findings) EXPECT_NE(f.kind, Kind::Conflict);
+    expect_top(a, Kind::Capacity, Origin::Application);
+  }
+}
+
+
 TEST(Estimate, AdjacentCountersAreApplicationFalseSharing) {
   Analysis a = estimated(testing::sharing_global(false, false));
   expect_top(a, Kind::FalseSharing, Origin::Application);
   ASSERT_EQ(a.findings[0].line_threads.size(), 2u);
   EXPECT_EQ(a.findings[0].line_threads[0].write_mask & a.findings[0].line_threads[1].write_mask, 0u);
+}
+
+TEST(Estimate, WindowsThatCaughtTheThreadsAtDifferentTimesLeaveSharingToTheSamples) {
+  // On a busy machine (or when traps serialise the threads), a window may capture one thread
+  // first and the other only after it: the captures never overlap, so their replay shows no
+  // interleaving, which is no evidence that the threads do not contend. The samples decide.
+  for (bool same_word : {false, true}) {
+    SamplerConfig c;
+    c.backend = profile::CaptureBackend::HwBreakpoint;  // Int3 windows never decide sharing
+    profile::Profile p = testing::sampled_profile(testing::sharing_global(false, same_word), c);
+    ASSERT_FALSE(p.captures.empty());
+    std::map<uint32_t, uint64_t> last_of_first_thread;  // window -> last capture time of thread 1
+    for (const auto& c : p.captures)
+      if (c.thread == 1) last_of_first_thread[c.window] = std::max(last_of_first_thread[c.window], c.time_ns);
+    for (auto& c : p.captures) {
+      if (c.thread != 2) continue;
+      const uint64_t first = p.windows[c.window].start_ns;
+      c.time_ns += last_of_first_thread[c.window] + 1 - first;  // after thread 1's, same order
+      p.windows[c.window].end_ns = std::max(p.windows[c.window].end_ns, c.time_ns);
+    }
+    SCOPED_TRACE(same_word);
+    Analysis a = run(p);
+    expect_top(a, same_word ? Kind::TrueSharing : Kind::FalseSharing, Origin::Application);
+  }
+}
+
+TEST(Estimate, Int3WindowsLeaveSharingToTheSamples) {
+  // Int3 captures of two threads overlap in time but come in bursts: both threads trap on the
+  // one patched instruction and step over it in turn, so the replay would see the bursts, not
+  // the program's interleaving. Debug-register captures of the same shape are taken at face
+  // value (the threads did take turns).
+  for (auto backend : {profile::CaptureBackend::Int3, profile::CaptureBackend::HwBreakpoint}) {
+    SamplerConfig c;
+    c.backend = backend;
+    profile::Profile p = testing::sampled_profile(testing::sharing_global(false, false), c);
+    std::map<std::pair<uint32_t, uint32_t>, uint32_t> seen, total;  // (window, thread) -> count
+    for (const auto& cr : p.captures) total[{cr.window, cr.thread}]++;
+    for (auto& cr : p.captures) {
+      // Thread 1 runs, thread 2 runs, thread 1's last capture comes after: two switches.
+      const uint64_t start = p.windows[cr.window].start_ns;
+      const uint32_t i = seen[{cr.window, cr.thread}]++;
+      const bool last = i + 1 == total[{cr.window, cr.thread}];
+      cr.time_ns = start + (cr.thread == 2 ? 20000 + i : (last ? 40000 : i));
+      p.windows[cr.window].end_ns = std::max(p.windows[cr.window].end_ns, cr.time_ns);
+    }
+    SCOPED_TRACE(int(backend));
+    Analysis a = run(p);
+    if (backend == profile::CaptureBackend::Int3) expect_top(a, Kind::FalseSharing, Origin::Application);
+    else for (const Finding& f : a.findings) EXPECT_NE(f.kind, Kind::FalseSharing);
+  }
 }
 
 TEST(Estimate, FalseSharingFromSamplesAloneWithoutCaptures) {

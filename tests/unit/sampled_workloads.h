@@ -37,6 +37,9 @@ struct SamplerConfig {
   uint32_t window_every = 64;    // samples between windows; 0 = no capture stage
   uint32_t window_captures = 256;
   uint32_t hot_instructions = 4;
+  // Int3 (the default, as the golden soft profiles were written): captures serialised by the traps;
+  // HwBreakpoint: captures in the threads' real interleaving.
+  profile::CaptureBackend backend = profile::CaptureBackend::Int3;
 };
 
 inline uint64_t object_of(const Workload& w, uint64_t addr) {
@@ -51,7 +54,7 @@ inline profile::Profile sampled_profile(const Workload& w, const SamplerConfig& 
   p.meta.mode = uint32_t(c.mode);
   p.meta.sample_source = uint32_t(c.mode == Mode::Pmu ? SampleSource::Pebs : SampleSource::TaskClock);
   p.meta.sample_period_ns = c.period;
-  p.meta.capture_backend = uint32_t(c.window_every ? CaptureBackend::Int3 : CaptureBackend::None);
+  p.meta.capture_backend = uint32_t(c.window_every ? c.backend : CaptureBackend::None);
   p.meta.exited = 1;
   p.meta.threads_seen = w.threads + (w.main_idle ? 1 : 0);
   p.command = "synthetic";

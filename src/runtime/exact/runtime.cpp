@@ -26,6 +26,7 @@
 #include "model/profile.h"
 #include "runtime/common/heap.h"
 #include "runtime/common/runtime_state.h"
+#include "runtime/common/signal_guard.h"
 #include "runtime/common/tables.h"
 #include "runtime/exact/access_sink.h"
 #include "sim/sim.h"
@@ -140,7 +141,7 @@ bool has_other_threads() {
 
 void thread_exit(void* p);
 void after_fork_child();
-void install_signal_handlers();
+void finish(int term_signal);
 
 void init() {
   int expected = kOff;
@@ -206,7 +207,8 @@ void init() {
   pthread_key_create(&g.key, thread_exit);
   pthread_atfork(heap_before_fork, heap_after_fork_parent, after_fork_child);
   g.membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-  install_signal_handlers();
+  // Fatal and terminating signals write the profile first (common/signal_guard.h).
+  sig::install_fatal_guards(finish, g.pid);
   g.state.store(kRecording, std::memory_order_release);
 }
 
@@ -510,101 +512,7 @@ void after_fork_child() {
   heap_after_fork_child();
 }
 
-const int kSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-constexpr int kMaxSig = 65;
-// Signals whose default action we stand in for: the profile is written, then the default
-// action happens. Set while the program's chosen disposition for them is SIG_DFL.
-std::atomic<bool> g_guarding[kMaxSig] = {};
-
-using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
-SigactionFn real_sigaction() {
-  static SigactionFn fn = nullptr;
-  if (!fn) {
-    Inside in;
-    fn = reinterpret_cast<SigactionFn>(dlsym(RTLD_NEXT, "sigaction"));
-  }
-  return fn;
-}
-
-void fatal_signal(int sig) {
-  int saved = errno;
-  finish(sig);
-  g_guarding[sig].store(false);
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  if (SigactionFn f = real_sigaction()) f(sig, &dfl, nullptr);
-  // A fault re-executes and kills with the default action; other signals are raised again.
-  if (sig != SIGSEGV && sig != SIGBUS && sig != SIGILL && sig != SIGFPE) raise(sig);
-  errno = saved;
-}
-
-bool guarded_kind(int sig) {
-  for (int s : kSignals)
-    if (s == sig) return true;
-  return false;
-}
-
-// Only where the disposition is the default (an inherited SIG_IGN is kept).
-void install_signal_handlers() {
-  SigactionFn f = real_sigaction();
-  if (!f) return;
-  for (int sig : kSignals) {
-    struct sigaction old {};
-    if (f(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) continue;
-    struct sigaction sa {};
-    sa.sa_handler = fatal_signal;
-    sigemptyset(&sa.sa_mask);
-    if (f(sig, &sa, nullptr) == 0) g_guarding[sig].store(true);
-  }
-}
-
 }  // namespace
-
-// The program's view of signal dispositions: while we stand in for a default action, the
-// program sees SIG_DFL; when it sets SIG_DFL again, ours stays; any handler it installs
-// replaces ours, so its own handling is never disturbed.
-extern "C" __attribute__((visibility("default"))) int sigaction(int sig, const struct sigaction* act,
-                                                                struct sigaction* old) {
-  SigactionFn f = real_sigaction();
-  if (!f) {
-    errno = ENOSYS;
-    return -1;
-  }
-  if (sig <= 0 || sig >= kMaxSig || !guarded_kind(sig) || getpid() != g.pid) return f(sig, act, old);
-  bool guarding = g_guarding[sig].load();
-  struct sigaction current {};
-  if (int rc = f(sig, nullptr, &current); rc != 0) return rc;
-  if (old) {
-    *old = current;
-    if (guarding) {
-      old->sa_handler = SIG_DFL;
-      old->sa_flags &= ~SA_SIGINFO;
-    }
-  }
-  if (!act) return 0;
-  bool wants_default = !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL;
-  if (wants_default && g.state.load() == kRecording) {
-    if (guarding) return 0;
-    struct sigaction sa = *act;
-    sa.sa_handler = fatal_signal;
-    int rc = f(sig, &sa, nullptr);
-    if (rc == 0) g_guarding[sig].store(true);
-    return rc;
-  }
-  g_guarding[sig].store(false);
-  return f(sig, act, nullptr);
-}
-
-extern "C" __attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t handler) {
-  struct sigaction sa {}, old {};
-  sa.sa_handler = handler;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;  // glibc's signal() has BSD semantics
-  if (sigaction(sig, &sa, &old) != 0) return SIG_ERR;
-  return old.sa_handler;
-}
-
 
 // ---- the sink the compiler-facing ABI layer calls ----
 void on_access(uintptr_t ip, uintptr_t addr, uint32_t size, bool write) noexcept {

@@ -1,0 +1,187 @@
+#include "runtime/common/signal_guard.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "runtime/common/heap.h"
+#include "runtime/common/runtime_state.h"
+#include "runtime/common/spinlock.h"
+
+namespace whymiss::rt::sig {
+namespace {
+
+const int kGuarded[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+constexpr int kMaxSig = 65;
+
+// Set while the program's chosen disposition is SIG_DFL and ours stands in for it.
+std::atomic<bool> g_guarding[kMaxSig] = {};
+std::atomic<FinishFn> g_finish{nullptr};
+std::atomic<pid_t> g_owner{0};
+
+// The reserved signal and the program's disposition for it: two slots and an atomic index, so
+// that the handler reads a complete record while a writer (under g_slot_lock) fills the other.
+std::atomic<int> g_reserved{0};
+struct sigaction g_program[2];
+std::atomic<int> g_program_slot{0};
+std::atomic<bool> g_claimed{false};
+SpinLock g_slot_lock;
+
+using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
+
+SigactionFn next_sigaction() {
+  static std::atomic<SigactionFn> fn{nullptr};
+  SigactionFn f = fn.load(std::memory_order_acquire);
+  if (!f) {
+    bool was = set_in_runtime(true);  // dlsym may allocate: not the program's allocation
+    f = reinterpret_cast<SigactionFn>(dlsym(RTLD_NEXT, "sigaction"));
+    set_in_runtime(was);
+    fn.store(f, std::memory_order_release);
+  }
+  return f;
+}
+
+bool guarded_kind(int s) {
+  for (int g : kGuarded)
+    if (g == s) return true;
+  return false;
+}
+
+bool is_fault(int s) { return s == SIGSEGV || s == SIGBUS || s == SIGILL || s == SIGFPE; }
+
+// Ends the process the way the default action of `s` would, after the profile is written.
+void die_by_default(int s) {
+  if (FinishFn f = g_finish.load()) f(s);
+  g_guarding[s].store(false);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  if (SigactionFn f = next_sigaction()) f(s, &dfl, nullptr);
+  // A fault returns to the faulting instruction, which faults again under the default action;
+  // other signals are raised again and delivered once this handler returns (they are blocked
+  // while it runs), or at once if unblocked here.
+  if (!is_fault(s)) {
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, s);
+    raise(s);
+    pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+  }
+}
+
+void stand_in(int s) {
+  int saved = errno;
+  die_by_default(s);
+  errno = saved;
+}
+
+}  // namespace
+
+int real_sigaction(int s, const struct sigaction* act, struct sigaction* old) {
+  SigactionFn f = next_sigaction();
+  if (!f) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return f(s, act, old);
+}
+
+void install_fatal_guards(FinishFn finish, pid_t owner) {
+  g_finish.store(finish);
+  g_owner.store(owner);
+  SigactionFn f = next_sigaction();
+  if (!f) return;
+  for (int s : kGuarded) {
+    struct sigaction old {};
+    if (f(s, nullptr, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) continue;
+    struct sigaction sa {};
+    sa.sa_handler = stand_in;
+    sigemptyset(&sa.sa_mask);
+    if (f(s, &sa, nullptr) == 0) g_guarding[s].store(true);
+  }
+}
+
+void reserve(int signo) {
+  LockGuard lock(g_slot_lock);
+  g_program[0] = {};
+  g_program[0].sa_handler = SIG_DFL;
+  g_program_slot.store(0, std::memory_order_release);
+  g_reserved.store(signo, std::memory_order_release);
+}
+
+int reserved() { return g_reserved.load(std::memory_order_acquire); }
+
+bool program_claimed_reserved() { return g_claimed.load(std::memory_order_relaxed); }
+
+void forward(int s, siginfo_t* si, void* ctx) {
+  const struct sigaction& a = g_program[g_program_slot.load(std::memory_order_acquire)];
+  if (a.sa_flags & SA_SIGINFO) {
+    if (a.sa_sigaction) a.sa_sigaction(s, si, ctx);
+    return;
+  }
+  if (a.sa_handler == SIG_IGN) return;
+  if (a.sa_handler == SIG_DFL) {  // a real-time signal's default action is to terminate
+    int saved = errno;
+    die_by_default(s);
+    errno = saved;
+    return;
+  }
+  a.sa_handler(s);
+}
+
+}  // namespace whymiss::rt::sig
+
+namespace sg = whymiss::rt::sig;
+
+// The program's view of dispositions (see signal_guard.h).
+extern "C" __attribute__((visibility("default"))) int sigaction(int s, const struct sigaction* act,
+                                                                struct sigaction* old) {
+  using namespace whymiss::rt::sig;
+  if (s <= 0 || s >= kMaxSig || getpid() != g_owner.load(std::memory_order_relaxed))
+    return real_sigaction(s, act, old);
+  if (s == g_reserved.load(std::memory_order_acquire)) {
+    whymiss::rt::LockGuard lock(g_slot_lock);
+    int cur = g_program_slot.load(std::memory_order_relaxed);
+    if (old) *old = g_program[cur];
+    if (act) {
+      g_program[1 - cur] = *act;
+      g_program_slot.store(1 - cur, std::memory_order_release);
+      if ((act->sa_flags & SA_SIGINFO) || act->sa_handler != SIG_DFL) g_claimed.store(true);
+    }
+    return 0;
+  }
+  if (!guarded_kind(s)) return real_sigaction(s, act, old);
+  bool guarding = g_guarding[s].load();
+  struct sigaction current {};
+  if (int rc = real_sigaction(s, nullptr, &current); rc != 0) return rc;
+  if (old) {
+    *old = current;
+    if (guarding) {
+      old->sa_handler = SIG_DFL;
+      old->sa_flags &= ~SA_SIGINFO;
+    }
+  }
+  if (!act) return 0;
+  bool wants_default = !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL;
+  if (wants_default && whymiss::rt::recording()) {
+    if (guarding) return 0;
+    struct sigaction sa = *act;
+    sa.sa_handler = stand_in;
+    int rc = real_sigaction(s, &sa, nullptr);
+    if (rc == 0) g_guarding[s].store(true);
+    return rc;
+  }
+  g_guarding[s].store(false);
+  return real_sigaction(s, act, nullptr);
+}
+
+extern "C" __attribute__((visibility("default"))) sighandler_t signal(int s, sighandler_t handler) {
+  struct sigaction sa {}, old {};
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;  // glibc's signal() has BSD semantics
+  if (sigaction(s, &sa, &old) != 0) return SIG_ERR;
+  return old.sa_handler;
+}

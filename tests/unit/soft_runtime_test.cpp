@@ -1,0 +1,199 @@
+// libwhymiss-soft.so in a real process (tests/unit/soft_runtime_helper.c): what a program sees
+// of it and what the profile says when the environment is hostile (perf_event_open refused by
+// seccomp, the program taking every signal whymiss could use, fork).
+#include <errno.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "model/profile.h"
+#include "runtime/pmu/plan.h"
+
+namespace {
+
+struct HelperRun {
+  int status = -1;
+  std::string out, err;
+  std::string profile_path;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Runs the helper with the runtime preloaded; `deny_perf` installs a seccomp filter that fails
+// perf_event_open with EPERM first (as Docker's default profile does).
+HelperRun run_helper(const char* mode, bool deny_perf, std::vector<std::string> env = {}) {
+  char dir[] = "/tmp/whymiss-soft-rt-XXXXXX";
+  if (!mkdtemp(dir)) return {};
+  HelperRun r;
+  r.profile_path = std::string(dir) + "/p.data";
+  const std::string out = std::string(dir) + "/out", err = std::string(dir) + "/err";
+  pid_t pid = fork();
+  if (pid == 0) {
+    int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(o, 1);
+    dup2(e, 2);
+    if (deny_perf) {
+      sock_filter f[] = {
+          BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+          BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_perf_event_open, 0, 1),
+          BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+          BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      };
+      sock_fprog prog{static_cast<unsigned short>(sizeof f / sizeof f[0]), f};
+      if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+          prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+        _exit(126);
+    }
+    std::string pre = "LD_PRELOAD=" WHYMISS_SOFT_LIB, o_env = "WHYMISS_OUTPUT=" + r.profile_path;
+    std::string pid_env = "WHYMISS_PID=" + std::to_string(getpid());
+    env.insert(env.begin(), {pre, o_env, pid_env, "WHYMISS_PERIOD_US=200"});
+    bool has_mode = false;
+    for (const auto& kv : env) has_mode |= kv.rfind("WHYMISS_MODE=", 0) == 0;
+    if (!has_mode) env.push_back("WHYMISS_MODE=soft");
+    std::vector<char*> envp;
+    for (auto& kv : env) envp.push_back(kv.data());
+    envp.push_back(nullptr);
+    char* argv[] = {const_cast<char*>(WHYMISS_SOFT_HELPER), const_cast<char*>(mode), nullptr};
+    execve(WHYMISS_SOFT_HELPER, argv, envp.data());
+    _exit(127);
+  }
+  waitpid(pid, &r.status, 0);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+bool has_note(const whymiss::profile::Profile& p, const std::string& text) {
+  for (const auto& n : p.notes)
+    if (n.text.find(text) != std::string::npos) return true;
+  return false;
+}
+
+TEST(SoftRuntime, SamplesAPlainProgram) {
+  HelperRun r = run_helper("work", false);
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "ok work\n");
+  EXPECT_EQ(r.err, "");
+  auto p = whymiss::profile::read_profile(r.profile_path);
+  ASSERT_TRUE(p) << p.error();
+  EXPECT_EQ(p->meta.mode, uint32_t(whymiss::profile::Mode::Soft));
+  EXPECT_EQ(p->meta.sample_source, uint32_t(whymiss::profile::SampleSource::TaskClock));
+  EXPECT_EQ(p->meta.sample_period_ns, 200'000u);
+  EXPECT_GT(p->samples.size(), 100u) << "300 ms of CPU at one sample per 200 us";
+  uint64_t discarded = 0;
+  for (uint64_t d : p->meta.discarded) discarded += d;
+  EXPECT_EQ(p->meta.samples, p->samples.size() + discarded) << "every sample taken is kept or counted";
+  for (size_t i = 1; i < p->samples.size(); ++i) ASSERT_LE(p->samples[i - 1].time_ns, p->samples[i].time_ns);
+  size_t on_heap = 0;
+  for (const auto& s : p->samples) on_heap += s.object != 0;
+  EXPECT_GT(on_heap, p->samples.size() / 2) << "the sweep's samples fall in its heap array";
+  bool found = false;
+  for (const auto& o : p->objects) found |= o.size == (size_t(1) << 18) * 8;
+  EXPECT_TRUE(found) << "the sampled array is exported";
+}
+
+TEST(SoftRuntime, SeccompRefusalIsOneSentenceAndTheProgramRuns) {
+  HelperRun r = run_helper("work", true);
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "ok work\n");
+  EXPECT_NE(r.err.find("whymiss: soft mode cannot sample: perf_event_open was refused"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("seccomp"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  auto p = whymiss::profile::read_profile(r.profile_path);
+  ASSERT_TRUE(p) << p.error();
+  EXPECT_TRUE(has_note(*p, "perf_event_open was refused"));
+  EXPECT_EQ(p->samples.size(), 0u);
+  EXPECT_EQ(p->meta.sample_source, uint32_t(whymiss::profile::SampleSource::None));
+}
+
+TEST(SoftRuntime, ProgramTakingEverySignalKeepsItsHandlersAndSamplingGoesOn) {
+  HelperRun r = run_helper("claim", false);
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "ok claim\n");
+  auto p = whymiss::profile::read_profile(r.profile_path);
+  ASSERT_TRUE(p) << p.error();
+  EXPECT_GT(p->samples.size(), 100u);
+  EXPECT_TRUE(has_note(*p, "the program installed a handler for signal"));
+}
+
+TEST(SoftRuntime, ForkedChildRunsUnprofiledAndLeavesTheParentsProfile) {
+  HelperRun r = run_helper("fork", false);
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "ok fork\n");
+  auto p = whymiss::profile::read_profile(r.profile_path);
+  ASSERT_TRUE(p) << p.error();
+  EXPECT_EQ(p->meta.pid, uint64_t(p->meta.pid));
+  EXPECT_EQ(p->threads.size(), 1u) << "only the parent's main thread";
+  EXPECT_GT(p->samples.size(), 50u);
+}
+
+// pmu mode's live path on this machine: a plan in the PEBS sample format whose event is the
+// software page-fault counter (as tests/unit/pmu_live_test.cpp does), so the kernel writes real
+// records that the collector thread drains.
+std::string page_fault_plan(uint32_t type) {
+  using namespace whymiss::pmu;
+  Plan p;
+  p.backend = Backend::IntelPebs;
+  p.event_count = 1;
+  p.events[0].type = type;
+  p.events[0].config = PERF_COUNT_SW_PAGE_FAULTS;
+  p.events[0].role = Role::Loads;
+  p.sample_type = kPebsSampleType;
+  p.period = 1;
+  return std::string(kPlanEnv) + "=" + plan_to_string(p);
+}
+
+TEST(SoftRuntime, PmuModeDrainsTheRingsOfItsPlan) {
+  HelperRun r = run_helper("work", false, {"WHYMISS_MODE=pmu", page_fault_plan(PERF_TYPE_SOFTWARE)});
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out << r.err;
+  auto p = whymiss::profile::read_profile(r.profile_path);
+  ASSERT_TRUE(p) << p.error();
+  ASSERT_EQ(p->meta.mode, uint32_t(whymiss::profile::Mode::Pmu));
+  EXPECT_EQ(p->meta.sample_source, uint32_t(whymiss::profile::SampleSource::Pebs));
+  // The helper's 2 MiB array faults in 512 pages, each a sample with the faulting address.
+  size_t in_array = 0;
+  for (const auto& s : p->samples) in_array += s.object != 0;
+  EXPECT_GE(in_array, 256u);
+}
+
+TEST(SoftRuntime, PmuPlanThatDoesNotOpenFallsBackToSoft) {
+  HelperRun r = run_helper("work", false, {"WHYMISS_MODE=pmu", page_fault_plan(0x7ffffff0)});
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "ok work\n");
+  auto p = whymiss::profile::read_profile(r.profile_path);
+  ASSERT_TRUE(p) << p.error();
+  EXPECT_EQ(p->meta.mode, uint32_t(whymiss::profile::Mode::Soft));
+  EXPECT_TRUE(has_note(*p, "fell back to soft sampling"));
+  EXPECT_GT(p->samples.size(), 100u);
+}
+
+TEST(SoftRuntime, PmuModeWithoutAPlanFallsBackToSoft) {
+  HelperRun r = run_helper("work", false, {"WHYMISS_MODE=pmu", "WHYMISS_PMU_PLAN=garbage"});
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out << r.err;
+  auto p = whymiss::profile::read_profile(r.profile_path);
+  ASSERT_TRUE(p) << p.error();
+  EXPECT_EQ(p->meta.mode, uint32_t(whymiss::profile::Mode::Soft));
+  EXPECT_TRUE(has_note(*p, "fell back to soft sampling"));
+  EXPECT_GT(p->samples.size(), 100u);
+}
+
+}  // namespace
