@@ -1,6 +1,6 @@
 // Building the Strings and Modules sections of a profile at the end of a run, without the
 // program's heap: a string table and a module list in caller-provided (private-heap) arrays.
-// Written for the soft runtime; the exact runtime has its own copy of the same logic.
+// Used by both runtimes (exact and soft).
 #pragma once
 #include <cstddef>
 #include <cstdint>

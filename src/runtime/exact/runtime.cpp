@@ -10,7 +10,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <link.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <signal.h>
@@ -25,6 +24,8 @@
 
 #include "model/profile.h"
 #include "runtime/common/heap.h"
+#include "runtime/common/run_env.h"
+#include "runtime/common/profile_strings.h"
 #include "runtime/common/runtime_state.h"
 #include "runtime/common/signal_guard.h"
 #include "runtime/common/tables.h"
@@ -110,17 +111,6 @@ class Inside {
   int errno_;
 };
 
-void read_command() {
-  int fd = ::open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  ssize_t n = ::read(fd, g.command, sizeof g.command - 1);
-  ::close(fd);
-  if (n <= 0) return;
-  while (n > 0 && g.command[n - 1] == '\0') --n;
-  for (ssize_t i = 0; i < n; ++i)
-    if (g.command[i] == '\0') g.command[i] = ' ';
-  g.command[n] = '\0';
-}
 
 // Whether the process already has more than one thread: /proc/self/status's "Threads:" field.
 // Unknown (unreadable) counts as yes, which keeps the locks on.
@@ -147,18 +137,10 @@ void init() {
   int expected = kOff;
   if (!g.state.compare_exchange_strong(expected, kInitialising)) return;
   Inside in;
-  const char* out = std::getenv("WHYMISS_OUTPUT");
-  if (!out || !*out || std::strlen(out) >= sizeof g.output) {
+  if (!profile_output_from_env(g.output, sizeof g.output)) {
     g.state.store(kDisabled);
     return;
   }
-  // WHYMISS_PID names the process `whymiss record` started; its descendants run unprofiled
-  // (they would overwrite its profile). An exec in that process profiles the new image.
-  if (const char* pid = std::getenv("WHYMISS_PID"); pid && std::atol(pid) != long(getpid())) {
-    g.state.store(kDisabled);
-    return;
-  }
-  std::strcpy(g.output, out);
   CacheGeometry geo;
   if (const char* spec = std::getenv("WHYMISS_CACHE"); spec && *spec) {
     auto r = parse_cache_spec(spec);
@@ -203,7 +185,7 @@ void init() {
   std::strncpy(g.geometry_source, geo.source.c_str(), sizeof g.geometry_source - 1);
   g.pid = getpid();
   g.start_ns = now_ns();
-  read_command();
+  read_command_line(g.command, sizeof g.command);
   pthread_key_create(&g.key, thread_exit);
   pthread_atfork(heap_before_fork, heap_after_fork_parent, after_fork_child);
   g.membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
@@ -359,50 +341,6 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
 
 // ---- the end: export everything and write the profile ----
 
-struct ModuleList {
-  profile::ModuleRecord* recs;
-  size_t n, cap;
-  char* strings;
-  size_t slen, scap;
-};
-
-uint32_t add_string(ModuleList& m, const char* s) {
-  size_t len = std::strlen(s) + 1;
-  if (m.slen + len > m.scap) return profile::kNoString;
-  std::memcpy(m.strings + m.slen, s, len);
-  uint32_t off = uint32_t(m.slen);
-  m.slen += len;
-  return off;
-}
-
-int add_module(dl_phdr_info* info, size_t, void* arg) {
-  auto& m = *static_cast<ModuleList*>(arg);
-  if (m.n == m.cap) return 0;
-  char exe[4096];
-  const char* path = info->dlpi_name;
-  if (!path || !*path) {
-    ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) return 0;
-    exe[n] = '\0';
-    path = exe;
-  }
-  if (path[0] != '/') return 0;  // the vDSO and other unnamed objects
-  uint64_t lo = ~0ull, hi = 0;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const auto& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_LOAD) continue;
-    lo = std::min<uint64_t>(lo, info->dlpi_addr + ph.p_vaddr);
-    hi = std::max<uint64_t>(hi, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
-  }
-  profile::ModuleRecord r{};
-  r.load_bias = info->dlpi_addr;
-  r.start = lo;
-  r.end = hi;
-  r.path_str = add_string(m, path);
-  m.recs[m.n++] = r;
-  return 0;
-}
-
 template <typename T>
 T* alloc_array(size_t n) {
   return static_cast<T*>(private_alloc(sizeof(T) * (n ? n : 1)));
@@ -456,13 +394,15 @@ void finish(int term_signal) {
     levels[l].line = geo.levels[l].line;
     std::strncpy(levels[l].name, geo.levels[l].name.c_str(), sizeof levels[l].name - 1);
   }
-  ModuleList mods{alloc_array<profile::ModuleRecord>(1024), 0, 1024, alloc_array<char>(1 << 20), 0,
-                  1 << 20};
+  constexpr size_t kMaxModules = 1024, kStringBytes = 1 << 20;
+  StringTable strings{alloc_array<char>(kStringBytes), 0, kStringBytes};
+  auto* modules = alloc_array<profile::ModuleRecord>(kMaxModules);
+  size_t nmodules = 0;
   profile::MetaRecord meta{};
-  if (mods.recs && mods.strings) {
-    meta.command_str = add_string(mods, g.command);
-    meta.geometry_source_str = add_string(mods, g.geometry_source);
-    dl_iterate_phdr(add_module, &mods);
+  if (modules && strings.data) {
+    meta.command_str = strings.add(g.command);
+    meta.geometry_source_str = strings.add(g.geometry_source);
+    nmodules = list_modules(modules, kMaxModules, strings);
   } else {
     meta.command_str = meta.geometry_source_str = profile::kNoString;
   }
@@ -493,8 +433,8 @@ void finish(int term_signal) {
       {profile::Section::Meta, sizeof meta, 1, &meta},
       {profile::Section::Levels, sizeof(profile::LevelRecord), g.nlevels, levels},
       {profile::Section::Counters, sizeof(profile::CounterRecord), g.nlevels, counters},
-      {profile::Section::Strings, 1, mods.slen, mods.strings},
-      {profile::Section::Modules, sizeof(profile::ModuleRecord), mods.n, mods.recs},
+      {profile::Section::Strings, 1, strings.len, strings.data},
+      {profile::Section::Modules, sizeof(profile::ModuleRecord), nmodules, modules},
       {profile::Section::Threads, sizeof(profile::ThreadRecord), nthr, threads},
       {profile::Section::Instructions, sizeof(InstructionRecord), g.merged.size(), g.merged.records()},
       {profile::Section::Lines, sizeof(LineRecord), nlines, lines},

@@ -39,6 +39,7 @@
 
 #include "model/geometry.h"
 #include "runtime/common/heap.h"
+#include "runtime/common/run_env.h"
 #include "runtime/common/runtime_state.h"
 #include "runtime/common/signal_guard.h"
 #include "runtime/common/spinlock.h"
@@ -101,17 +102,6 @@ void write_stderr(const char* a, const char* b = "", const char* c = "") {
   }
 }
 
-void read_command() {
-  int fd = ::open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  ssize_t n = ::read(fd, g.command, sizeof g.command - 1);
-  ::close(fd);
-  if (n <= 0) return;
-  while (n > 0 && g.command[n - 1] == '\0') --n;
-  for (ssize_t i = 0; i < n; ++i)
-    if (g.command[i] == '\0') g.command[i] = ' ';
-  g.command[n] = '\0';
-}
 
 // ---- heap objects of samples ----
 
@@ -458,19 +448,13 @@ void init() {
   int expected = kOff;
   if (!g.state.compare_exchange_strong(expected, kInitialising)) return;
   Inside in;
-  const char* out = std::getenv("WHYMISS_OUTPUT");
-  if (!out || !*out || std::strlen(out) >= sizeof g.output) {
+  if (!profile_output_from_env(g.output, sizeof g.output)) {
     g.state.store(kDisabled);
     return;
   }
-  if (const char* pid = std::getenv("WHYMISS_PID"); pid && std::atol(pid) != long(getpid())) {
-    g.state.store(kDisabled);
-    return;
-  }
-  std::strcpy(g.output, out);
   g.pid = getpid();
   g.start_ns = realtime_ns();
-  read_command();
+  read_command_line(g.command, sizeof g.command);
   set_geometry();
   g.period_ns = period_from_env();
   if (int e = g.store.init(kMaxSamples); e != 0) {
