@@ -25,6 +25,7 @@
 #include "runtime/soft/capture_internal.h"
 #include "runtime/soft/decode.h"
 #include "soft_capture_code.h"
+#include "soft_capture_helpers.h"
 #include "soft_capture_traps.h"
 
 namespace whymiss::soft {
@@ -54,35 +55,7 @@ void start_thread(uint32_t index) {
   ASSERT_EQ(cap::add_thread(tid(), index), 0);
 }
 
-uint64_t now() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
-}
-uint64_t u(const void* p) { return reinterpret_cast<uint64_t>(p); }
-
-void sample(const void* ip, uint64_t addr, uint32_t thread, uint8_t flags, int times = 1) {
-  profile::SampleRecord s{};
-  s.time_ns = now();
-  s.ip = u(ip);
-  s.addr = addr;
-  s.thread = thread;
-  s.size = 8;
-  s.flags = flags;
-  s.level = profile::kLevelUnknown;
-  for (int i = 0; i < times; ++i) cap::note_sample(s);
-}
-
-std::vector<profile::WindowRecord> windows() {
-  std::vector<profile::WindowRecord> w(cap::window_count());
-  w.resize(cap::export_windows(w.data(), w.size()));
-  return w;
-}
-std::vector<profile::CaptureRecord> captures() {
-  std::vector<profile::CaptureRecord> c(cap::capture_count());
-  c.resize(cap::export_captures(c.data(), c.size()));
-  return c;
-}
+using namespace capture_test;  // now, u, sample, windows, captures
 
 class SoftCapture : public ::testing::Test {
  protected:
