@@ -21,6 +21,11 @@ std::string thousands(uint64_t v) {
   return s;
 }
 
+// "1 window", "2 windows", "1,024 captures".
+std::string counted(uint64_t n, const char* noun) {
+  return thousands(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 const char* source_name(uint32_t s) {
   switch (profile::SampleSource(s)) {
     case profile::SampleSource::TaskClock: return "task-clock";
@@ -105,8 +110,8 @@ void text_header(std::ostream& out, const profile::Profile& p) {
   }
   out << "\ncapture stage: ";
   if (p.meta.capture_backend == uint32_t(profile::CaptureBackend::None) && p.windows.empty()) out << "off";
-  else out << backend_name(p.meta.capture_backend) << ", " << thousands(p.windows.size()) << " windows, "
-           << thousands(p.captures.size()) << " captures";
+  else out << backend_name(p.meta.capture_backend) << ", " << counted(p.windows.size(), "window") << ", "
+           << counted(p.captures.size(), "capture");
   out << "\n";
 }
 
@@ -139,8 +144,8 @@ std::string text_finding_head(const profile::Profile& p, const analysis::Finding
 
 std::string text_support(const profile::Profile& p, const analysis::Finding& f) {
   const analysis::Support s = analysis::support(p, f);
-  return std::string(confidence(p, f)) + " confidence: " + thousands(s.samples) + " samples, " +
-         thousands(s.windows) + " windows, " + thousands(s.captures) + " captures; " +
+  return std::string(confidence(p, f)) + " confidence: " + counted(s.samples, "sample") + ", " +
+         counted(s.windows, "window") + ", " + counted(s.captures, "capture") + "; " +
          analysis::provenance(p, f);
 }
 
