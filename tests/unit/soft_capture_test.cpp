@@ -239,20 +239,7 @@ TEST_F(SoftCapture, CapturedColumnWalkEstimatesAsAConflict) {
   });
   cap::tick(now());
   cap::stop();
-  p.windows = windows();
-  p.captures = captures();
-  ASSERT_EQ(p.captures.size(), 256u);
-  for (size_t i = 0; i < p.captures.size(); ++i) ASSERT_EQ(p.captures[i].addr, u(&m[i % 64][i / 64])) << i;
-
-  Status st = analysis::estimate(p);
-  ASSERT_TRUE(st.ok()) << st.error();
-  const analysis::Analysis a = analysis::analyze(p);
-  ASSERT_FALSE(a.findings.empty()) << (a.notes.empty() ? "" : a.notes[0]);
-  EXPECT_STREQ(analysis::kind_name(a.findings[0].kind), analysis::kind_name(analysis::Kind::Conflict));
-  EXPECT_STREQ(analysis::origin_name(a.findings[0].origin), analysis::origin_name(analysis::Origin::Application));
-  EXPECT_EQ(a.findings[0].level, 0);
-  EXPECT_EQ(analysis::support(p, a.findings[0]).windows, 1u);
-  EXPECT_EQ(analysis::support(p, a.findings[0]).captures, 256u);
+  expect_column_walk_conflict(p, m);
   cap::remove_thread(tid());
 }
 
