@@ -14,16 +14,9 @@
 #include <vector>
 
 #include "sim/replacement.h"
+#include "sim/sim.h"
 
 namespace whymiss::sim {
-
-enum class Mesi : uint8_t { I = 0, S, E, M };
-
-struct Entry {
-  uint64_t mask = 0;  // granules accessed by this holder since the line was filled here
-  Mesi state = Mesi::I;
-  bool dirty = false;
-};
 
 class Cache {
  public:

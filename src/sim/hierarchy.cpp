@@ -47,15 +47,6 @@ class Guard {
   SpinLock* l_;
 };
 
-// A counter with one writer at a time (the thread feeding its core, which holds the core lock
-// when several threads may feed it) and readers that only need a value once accesses stop.
-// Relaxed load + store: a plain add, no locked RMW.
-struct OwnedCounter {
-  std::atomic<uint64_t> v{0};
-  void bump() { v.store(v.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
-  uint64_t get() const { return v.load(std::memory_order_relaxed); }
-};
-
 struct CoreState {
   std::vector<std::unique_ptr<Cache>> priv;
   std::vector<std::unique_ptr<FaLru>> shadow;
@@ -63,24 +54,17 @@ struct CoreState {
   FaLru* l1_shadow = nullptr;
   LineSet seen;  // lines this core ever accessed
   SpinLock lock;
-  // The line of this core's previous access and its L1 slot; memo_tag and memo_entry point at
-  // that slot's tag and entry, so the memo check needs no trip through the Cache. The slot may
-  // have been invalidated or refilled since (by a snoop or an inclusion eviction): users check
-  // *memo_tag == memo_line.
-  uint64_t memo_line = kNone;
+  // The line of this core's previous access, its L1 slot and the hits taken on it without a
+  // trip through the Cache (see HitMemo). The slot may have been invalidated or refilled since
+  // (by a snoop or an inclusion eviction): users check *memo.tag == memo.line.
+  HitMemo memo;
   size_t memo_idx = 0;
-  const uint64_t* memo_tag = &kNoTag;
-  Entry* memo_entry = nullptr;
-  static constexpr uint64_t kNoTag = kNone;
   void set_memo(uint64_t line, size_t idx) {
-    memo_line = line;
+    memo.line = line;
     memo_idx = idx;
-    memo_tag = l1->tag_ptr(idx);
-    memo_entry = &l1->entry(idx);
+    memo.tag = l1->tag_ptr(idx);
+    memo.entry = &l1->entry(idx);
   }
-  // Single-line L1 hits taken by the fast path (l1_hit), by read/write. Each is one access, one
-  // line access and one L1 hit; counters() adds them to the shards' counts.
-  OwnedCounter fast_hits[2];
 };
 
 // The lock has a host cache line to itself: a waiter spinning on it must not keep stealing the
@@ -135,6 +119,8 @@ struct Hierarchy::Impl {
     }
     c->l1 = c->priv[0].get();
     c->l1_shadow = c->shadow[0].get();
+    c->memo.line_shift = line_shift;
+    c->memo.granule_shift = granule_shift;
     cores[id].store(c, std::memory_order_release);
     uint32_t n = created.load(std::memory_order_relaxed);
     created_ids[n] = id;
@@ -347,7 +333,7 @@ struct Hierarchy::Impl {
   bool l1_hit(CoreState& c, uint64_t line, uint64_t gm, bool w) {
     Cache& l1 = *c.l1;
     size_t idx = c.memo_idx;
-    if (c.memo_line != line || l1.tag(idx) != line) {
+    if (c.memo.line != line || l1.tag(idx) != line) {
       int64_t i = l1.find(line);
       if (i < 0) return false;
       idx = size_t(i);
@@ -363,7 +349,7 @@ struct Hierarchy::Impl {
     Entry& e = l1.entry(idx);
     e.mask |= gm;
     e.dirty |= w;
-    c.fast_hits[w].bump();
+    c.memo.bump(w);
     return true;
   }
 
@@ -379,7 +365,7 @@ struct Hierarchy::Impl {
     Cache& l1 = *c.priv[0];
     // Same line as this core's previous access and still held with enough rights: nothing in
     // any replacement state or shadow can change (the line is already most recent everywhere).
-    if (c.memo_line == line && l1.tag(c.memo_idx) == line) {
+    if (c.memo.line == line && l1.tag(c.memo_idx) == line) {
       Entry& e = l1.entry(c.memo_idx);
       if (!w || e.state == Mesi::M) {
         e.mask |= gm;
@@ -522,16 +508,8 @@ bool Hierarchy::access(uint32_t core, uint64_t addr, uint32_t size, bool write,
     const uint64_t line = addr >> m.line_shift;
     CoreState* c = m.cores[core].load(std::memory_order_acquire);
     if (c && ((addr + size - 1) >> m.line_shift) == line) {
+      if (c->memo.try_hit(addr, size, write)) return true;
       const uint64_t gm = m.granule_mask(addr, size);
-      if (c->memo_line == line && *c->memo_tag == line) {
-        Entry& e = *c->memo_entry;
-        if (!write || e.state == Mesi::M) {
-          e.mask |= gm;
-          e.dirty |= write;
-          c->fast_hits[write].bump();
-          return true;
-        }
-      }
       if (m.l1_hit(*c, line, gm, write)) return true;
       return m.access_general(core, addr, size, write, res, true);
     }
@@ -582,6 +560,19 @@ void Hierarchy::set_concurrent(bool on) {
   impl_->knobs.concurrent = on;
 }
 
+HitMemo* Hierarchy::hit_memo(uint32_t core) {
+  return &impl_->core(core % impl_->knobs.cores).memo;
+}
+
+bool Hierarchy::try_l1_hit(uint32_t core, uint64_t addr, uint32_t size, bool write) {
+  Impl& m = *impl_;
+  if (size == 0 || core >= m.knobs.cores) return false;
+  const uint64_t line = addr >> m.line_shift;
+  if (((addr + size - 1) >> m.line_shift) != line) return false;
+  CoreState* c = m.cores[core].load(std::memory_order_relaxed);
+  return c && m.l1_hit(*c, line, m.granule_mask(addr, size), write);
+}
+
 Counters Hierarchy::counters() const {
   Counters total;
   for (uint64_t s = 0; s <= impl_->shard_mask; ++s) {
@@ -592,7 +583,7 @@ Counters Hierarchy::counters() const {
   for (uint32_t q = 0; q < n; ++q) {
     const CoreState& c = *impl_->cores[impl_->created_ids[q]].load(std::memory_order_acquire);
     for (int w = 0; w < 2; ++w) {
-      const uint64_t h = c.fast_hits[w].get();
+      const uint64_t h = c.memo.hits[w].load(std::memory_order_relaxed);
       total.accesses += h;
       total.line_accesses += h;
       total.level[0].by_outcome[int(Outcome::Hit)][w] += h;

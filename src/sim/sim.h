@@ -26,6 +26,7 @@
 // time (a program starts with one thread and turns the locks on before it starts the second).
 #pragma once
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -54,6 +55,54 @@ struct Knobs {
                                      // the per-core lock is skipped (shard locks stay)
   uint32_t max_shards = 64;    // upper bound on lock shards (power of two)
   uint64_t seed = 1;           // for Policy::Random
+};
+
+enum class Mesi : uint8_t { I = 0, S, E, M };
+
+// One cached copy's bookkeeping (a way of a set-associative array).
+struct Entry {
+  uint64_t mask = 0;  // granules accessed by this holder since the line was filled here
+  Mesi state = Mesi::I;
+  bool dirty = false;
+};
+
+// The line a core accessed last and its L1 entry, for callers with a hit path of their own (the
+// exact runtime checks it inline on every instrumented access; Hierarchy::access does the same).
+// Contract: only while the simulator is not concurrent (then only the calling thread touches the
+// core), only by the thread feeding `core`. try_hit() applies a one-line access to that line, if
+// it is still in its L1 slot with enough rights (a read, or a write to a line held M), exactly as
+// access() would: the granule mask, the dirty bit and the hit count change, nothing else can.
+struct HitMemo {
+  static constexpr uint64_t kNoLine = ~uint64_t(0);
+  uint64_t line = kNoLine;
+  const uint64_t* tag = &kNoTag;  // the L1 tag slot of `line`: valid while *tag == line
+  Entry* entry = nullptr;
+  unsigned line_shift = 6, granule_shift = 0;
+  // Hits taken here or by the simulator's L1 fast path, [0 read, 1 write]. One writer at a time
+  // (the core's feeder); relaxed load + store, so no locked instruction; counters() sums them.
+  std::atomic<uint64_t> hits[2] = {};
+  static constexpr uint64_t kNoTag = kNoLine;
+
+  uint64_t granules(uint64_t addr, uint32_t size) const {
+    const uint64_t off = addr & ((uint64_t(1) << line_shift) - 1);
+    const uint64_t first = off >> granule_shift, last = (off + size - 1) >> granule_shift;
+    const uint64_t n = last - first + 1;
+    return (n >= 64 ? ~uint64_t(0) : ((uint64_t(1) << n) - 1)) << first;
+  }
+  void bump(bool write) {
+    hits[write].store(hits[write].load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  // size >= 1. Returns false, having changed nothing, when the access needs access().
+  bool try_hit(uint64_t addr, uint32_t size, bool write) {
+    const uint64_t l = addr >> line_shift;
+    if (l != line || *tag != l || ((addr + size - 1) >> line_shift) != l) return false;
+    Entry& e = *entry;
+    if (write && e.state != Mesi::M) return false;
+    e.mask |= granules(addr, size);
+    e.dirty |= write;
+    bump(write);
+    return true;
+  }
 };
 
 // What happened to one line-sized piece of an access, per level it reached.
@@ -129,6 +178,15 @@ class Hierarchy {
   // instance: called by the only thread there is, before it creates the next one; pthread_create
   // orders the new thread after it). Counters and state carry over unchanged.
   void set_concurrent(bool on);
+
+  // Core `core`'s memo (created with the core; lives as long as the Hierarchy). See HitMemo for
+  // when a caller may use it.
+  HitMemo* hit_memo(uint32_t core);
+  // The L1-hit part of access() for a caller whose memo said no, under HitMemo's contract (not
+  // concurrent, the core's own feeder): applies a one-line access that hits L1 without needing
+  // coherence (a read, or a write to a line held M) and returns true; otherwise changes nothing
+  // and returns false (the caller then calls access()). The memo then names this line.
+  bool try_l1_hit(uint32_t core, uint64_t addr, uint32_t size, bool write);
 
   Counters counters() const;  // sum over shards; consistent when no access is in flight
   const CacheGeometry& geometry() const;

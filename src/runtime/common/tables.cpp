@@ -49,6 +49,10 @@ profile::InstructionRecord* IpTable::insert(uint64_t ip) noexcept {
     ++dropped_;
     return nullptr;
   }
+  if (recs_ != hot_recs_) {  // grown: the cached pointers are stale
+    forget_hot();
+    hot_recs_ = recs_;
+  }
   profile::InstructionRecord* r = &recs_[n_];
   std::memset(r, 0, sizeof *r);
   r->ip = ip;
@@ -81,7 +85,13 @@ void IpTable::merge_from(const IpTable& o) noexcept {
   dropped_ += o.dropped_;
 }
 
+void IpTable::forget_hot() noexcept {
+  for (Hot& h : hot_) h = Hot{0, nullptr};
+}
+
 void IpTable::release() noexcept {
+  forget_hot();
+  hot_recs_ = nullptr;
   if (recs_) private_free(recs_);
   if (slots_) private_free(slots_);
   recs_ = nullptr;

@@ -15,14 +15,30 @@ class IpTable {
  public:
   // The record for `ip`, created zeroed on first use; nullptr when memory ran out.
   profile::InstructionRecord* get(uint64_t ip) noexcept {
+    if (profile::InstructionRecord* r = find(ip)) return r;
+    return insert(ip);
+  }
+  // find() limited to its cache: nullptr also when `ip` has a record that is not cached.
+  profile::InstructionRecord* find_hot(uint64_t ip) noexcept {
+    const Hot& h = hot_[hot_of(ip)];
+    return h.ip == ip ? h.rec : nullptr;
+  }
+  // The record for `ip` if it has one; never allocates. A direct-mapped cache of recent ips sits
+  // in front of the hash table: a loop's few instructions then cost one load each.
+  profile::InstructionRecord* find(uint64_t ip) noexcept {
+    Hot& h = hot_[hot_of(ip)];
+    if (h.ip == ip && h.rec) return h.rec;
     if (cap_) {
       for (uint32_t i = slot_of(ip);; i = (i + 1) & (cap_ - 1)) {
         uint32_t s = slots_[i];
         if (s == 0) break;
-        if (recs_[s - 1].ip == ip) return &recs_[s - 1];
+        if (recs_[s - 1].ip == ip) {
+          h = Hot{ip, &recs_[s - 1]};
+          return h.rec;
+        }
       }
     }
-    return insert(ip);
+    return nullptr;
   }
   void merge_from(const IpTable& o) noexcept;
   size_t size() const noexcept { return n_; }
@@ -36,6 +52,16 @@ class IpTable {
   }
   profile::InstructionRecord* insert(uint64_t ip) noexcept;
   bool grow() noexcept;
+  static uint32_t hot_of(uint64_t ip) noexcept { return uint32_t(ip ^ (ip >> 6)) & (kHot - 1); }
+  void forget_hot() noexcept;  // after recs_ moved or was freed
+
+  struct Hot {
+    uint64_t ip;
+    profile::InstructionRecord* rec;  // nullptr = empty
+  };
+  static constexpr uint32_t kHot = 64;
+  Hot hot_[kHot] = {};
+  const profile::InstructionRecord* hot_recs_ = nullptr;  // recs_ when hot_ was last valid
 
   uint32_t* slots_ = nullptr;  // 1-based index into recs_, 0 = empty
   uint32_t cap_ = 0;           // slots, power of two, at least 2 * rcap_

@@ -49,6 +49,10 @@ struct ThreadState {
   int* errno_loc = nullptr;      // this thread's errno: saved and restored without libc calls
   sim::AccessResult result;      // the simulator's answer when something missed (not zeroed
                                  // per access: that was a 104-byte rep stos on every hit)
+  // Non-null while the simulator runs without locks (the process has this one thread): the
+  // core's memo, for the hit path in on_access. Cleared before anything makes that unsafe
+  // (the first pthread_create, the end of recording, fork).
+  sim::HitMemo* memo = nullptr;
   uint64_t accesses = 0;
   uint64_t misses[profile::kLevels] = {};
   IpTable ips;
@@ -216,6 +220,7 @@ ThreadState* attach_thread() {
   t->tid = uint32_t(syscall(SYS_gettid));
   t->core = index % g.cores;
   t->errno_loc = &errno;
+  if (!g.concurrent.load(std::memory_order_acquire)) t->memo = g.sim->hit_memo(t->core);
   g.core_owner[t->core].store(index, std::memory_order_relaxed);
   g.threads[index].store(t, std::memory_order_release);
   pthread_setspecific(g.key, t);
@@ -339,6 +344,22 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
   t->busy.store(0, std::memory_order_release);
 }
 
+// on_access past its first check: another L1 hit (Hierarchy::try_l1_hit) or an instruction not
+// in the direct-mapped cache still avoids the full path while the process has one thread.
+__attribute__((noinline)) void access_rest(uintptr_t ip, uintptr_t addr, uint32_t size,
+                                           bool write) noexcept {
+  ThreadState* t = t_state;
+  if (t != nullptr && t->memo != nullptr && !t_in_runtime && size != 0) {
+    InstructionRecord* s = t->ips.find(ip ? ip - 1 : 0);
+    if (s && (t->memo->try_hit(addr, size, write) || g.sim->try_l1_hit(t->core, addr, size, write))) {
+      t->accesses++;
+      s->accesses[write]++;
+      return;
+    }
+  }
+  access(ip, addr, size, write);
+}
+
 // ---- the end: export everything and write the profile ----
 
 template <typename T>
@@ -346,9 +367,15 @@ T* alloc_array(size_t n) {
   return static_cast<T*>(private_alloc(sizeof(T) * (n ? n : 1)));
 }
 
+// This thread stops using the simulator's memo directly (see ThreadState::memo).
+void drop_hit_path() {
+  if (ThreadState* t = t_state) t->memo = nullptr;
+}
+
 void finish(int term_signal) {
   int expected = kRecording;
   if (!g.state.compare_exchange_strong(expected, kFinished)) return;
+  drop_hit_path();
   if (getpid() != g.pid) return;
   Inside in;
   // Let accesses in flight on other threads complete before their tables are read.
@@ -448,6 +475,7 @@ __attribute__((destructor(101))) void runtime_dtor() { finish(0); }
 
 void after_fork_child() {
   g.state.store(kDisabled);  // the child runs unprofiled; its parent keeps the profile
+  drop_hit_path();
   g.merged_lock.reset();
   heap_after_fork_child();
 }
@@ -456,7 +484,23 @@ void after_fork_child() {
 
 // ---- the sink the compiler-facing ABI layer calls ----
 void on_access(uintptr_t ip, uintptr_t addr, uint32_t size, bool write) noexcept {
-  access(ip, addr, size, write);
+  // The hit path, while the process has one thread: an access to the line this thread touched
+  // last, by a recently seen instruction, with enough rights, changes only counters and the
+  // line's granule mask (HitMemo). No busy flag, no errno, no allocation: nothing here can fail
+  // or re-enter. Everything else is a tail call, so this function needs no saved registers.
+  ThreadState* t = t_state;
+  if (__builtin_expect(t != nullptr, 1)) {
+    sim::HitMemo* m = t->memo;
+    if (m != nullptr && !t_in_runtime) {
+      InstructionRecord* s = t->ips.find_hot(ip - 1);
+      if (s && m->try_hit(addr, size, write)) {
+        t->accesses++;
+        s->accesses[write]++;
+        return;
+      }
+    }
+  }
+  access_rest(ip, addr, size, write);
 }
 
 void on_range(uintptr_t ip, uintptr_t addr, size_t size, bool write) noexcept {
@@ -498,6 +542,7 @@ void preassign_thread_index(uint32_t index_plus_one) noexcept { t_preassigned = 
 uint32_t next_thread_index() noexcept {
   if (!g.concurrent.load(std::memory_order_relaxed) &&
       g.state.load(std::memory_order_acquire) == kRecording) {
+    drop_hit_path();
     g.sim->set_concurrent(true);
     g.concurrent.store(true, std::memory_order_release);
   }
