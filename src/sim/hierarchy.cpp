@@ -564,15 +564,6 @@ HitMemo* Hierarchy::hit_memo(uint32_t core) {
   return &impl_->core(core % impl_->knobs.cores).memo;
 }
 
-bool Hierarchy::try_l1_hit(uint32_t core, uint64_t addr, uint32_t size, bool write) {
-  Impl& m = *impl_;
-  if (size == 0 || core >= m.knobs.cores) return false;
-  const uint64_t line = addr >> m.line_shift;
-  if (((addr + size - 1) >> m.line_shift) != line) return false;
-  CoreState* c = m.cores[core].load(std::memory_order_relaxed);
-  return c && m.l1_hit(*c, line, m.granule_mask(addr, size), write);
-}
-
 Counters Hierarchy::counters() const {
   Counters total;
   for (uint64_t s = 0; s <= impl_->shard_mask; ++s) {

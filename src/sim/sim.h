@@ -182,11 +182,6 @@ class Hierarchy {
   // Core `core`'s memo (created with the core; lives as long as the Hierarchy). See HitMemo for
   // when a caller may use it.
   HitMemo* hit_memo(uint32_t core);
-  // The L1-hit part of access() for a caller whose memo said no, under HitMemo's contract (not
-  // concurrent, the core's own feeder): applies a one-line access that hits L1 without needing
-  // coherence (a read, or a write to a line held M) and returns true; otherwise changes nothing
-  // and returns false (the caller then calls access()). The memo then names this line.
-  bool try_l1_hit(uint32_t core, uint64_t addr, uint32_t size, bool write);
 
   Counters counters() const;  // sum over shards; consistent when no access is in flight
   const CacheGeometry& geometry() const;

@@ -475,9 +475,8 @@ Counters run(const Config& cfg, Knobs k, uint64_t seed, size_t n) {
     AccessResult got;
     bool l1_hit = false;
     if (i % 3 == 2 && !h->knobs().concurrent) {
-      // The exact runtime's order while not concurrent: the memo, the L1 hit, then access().
-      l1_hit = h->hit_memo(core)->try_hit(addr, size, w) || h->try_l1_hit(core, addr, size, w) ||
-               h->access(core, addr, size, w, got);
+      // The exact runtime's order while not concurrent: the memo, then access().
+      l1_hit = h->hit_memo(core)->try_hit(addr, size, w) || h->access(core, addr, size, w, got);
     } else if (i % 2) {
       got = h->access(core, addr, size, w);
     } else {

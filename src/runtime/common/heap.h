@@ -42,6 +42,11 @@ struct HeapObject {
 // Calls fn(HeapObject&) for the live heap object containing `addr`, holding that object's
 // lock; returns false when no live object contains it. fn must not allocate or block.
 bool with_object(uintptr_t addr, void (*fn)(HeapObject&, void*), void* arg) noexcept;
+// Changes whenever a live object stops being live (free, the old block of a realloc, ...). A
+// caller that serialises all heap activity with its own use (the exact runtime while the process
+// has one thread) may keep the HeapObject& its with_object callback saw, and update it without
+// the lock, for as long as this value has not changed.
+uint64_t object_detaches() noexcept;
 // Copies up to `max` live objects overlapping [lo, hi) into out; returns how many were found
 // (may exceed max; only max are copied).
 int objects_overlapping(uintptr_t lo, uintptr_t hi, HeapObject* out, int max) noexcept;

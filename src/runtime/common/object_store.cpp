@@ -103,6 +103,7 @@ std::atomic<uint32_t> g_bump{0};
 Stripe g_stripes[kStripes];
 std::atomic<uint64_t> g_serial{0};
 std::atomic<uint32_t> g_retired{0};
+std::atomic<uint64_t> g_detaches{0};  // see object_detaches()
 std::atomic<uint64_t> g_dropped{0};
 std::atomic<bool> g_active{false};    // something was registered: frees must unregister
 std::atomic<bool> g_disabled{false};  // forked child: the store is frozen
@@ -654,6 +655,7 @@ void store_register(uintptr_t start, size_t size, uint32_t thread, uint32_t site
 HeapSlot* store_detach(uintptr_t start) noexcept {
   if (!usable() || start >= kAddrLimit) return nullptr;
   HeapSlot* s = index_remove(start);
+  if (s != nullptr) g_detaches.fetch_add(1, std::memory_order_release);
   if (s != nullptr && s->multi) {
     // Callbacks on a multi object run under its slot lock, after the entry lock was dropped:
     // wait for one still running. (Other objects' callbacks run under the entry lock we held.)
@@ -696,6 +698,8 @@ void store_after_fork_child() noexcept {
 }
 
 // ---- heap.h ----
+
+uint64_t object_detaches() noexcept { return g_detaches.load(std::memory_order_acquire); }
 
 bool with_object(uintptr_t addr, void (*fn)(HeapObject&, void*), void* arg) noexcept {
   if (!usable() || t_heap.guard || addr >= kAddrLimit) return false;

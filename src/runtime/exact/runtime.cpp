@@ -53,6 +53,15 @@ struct ThreadState {
   // core's memo, for the hit path in on_access. Cleared before anything makes that unsafe
   // (the first pthread_create, the end of recording, fork).
   sim::HitMemo* memo = nullptr;
+  // Heap objects this thread's misses landed in, used without the store's locks while `memo`
+  // is set (see object_detaches()); valid while object_detaches() == objects_epoch.
+  struct CachedObject {
+    uintptr_t start = 0, end = 0;
+    HeapObject* obj = nullptr;
+  };
+  static constexpr uint32_t kCachedObjects = 32;
+  CachedObject objects[kCachedObjects];
+  uint64_t objects_epoch = 0;
   uint64_t accesses = 0;
   uint64_t misses[profile::kLevels] = {};
   IpTable ips;
@@ -243,6 +252,7 @@ struct ObjectHit {
   uint32_t thread;
   uint64_t set_bit;
   uint64_t serial;
+  HeapObject* obj;  // set by count_object_miss
 };
 
 void count_object_miss(HeapObject& o, void* arg) {
@@ -251,6 +261,26 @@ void count_object_miss(HeapObject& o, void* arg) {
   o.thread_mask |= uint64_t(1) << (h->thread % 64);
   o.l1_set_mask |= h->set_bit;
   h->serial = o.serial;
+  h->obj = &o;
+}
+
+// with_object(addr, count_object_miss, hit), through the thread's object cache while the process
+// has one thread: a line of a big array or of a few hot objects then costs no lock and no search.
+bool count_miss_in_object(ThreadState* t, uintptr_t addr, ObjectHit* hit) {
+  if (t->memo == nullptr) return with_object(addr, count_object_miss, hit);
+  const uint64_t epoch = object_detaches();
+  if (epoch != t->objects_epoch) {
+    for (auto& c : t->objects) c = ThreadState::CachedObject{};
+    t->objects_epoch = epoch;
+  }
+  auto& c = t->objects[((addr >> 12) * 0x9E3779B97F4A7C15ull) >> 59];
+  if (c.obj != nullptr && addr - c.start < c.end - c.start) {
+    count_object_miss(*c.obj, hit);
+    return true;
+  }
+  if (!with_object(addr, count_object_miss, hit)) return false;
+  c = ThreadState::CachedObject{hit->obj->start, hit->obj->start + hit->obj->size, hit->obj};
+  return true;
 }
 
 void note_object(InstructionRecord* s, uint64_t serial) {
@@ -300,8 +330,8 @@ __attribute__((noinline)) void record_misses(ThreadState* t, InstructionRecord* 
     if (s) s->l1_set_mask |= set_bit;
     if (o == Outcome::Compulsory) continue;
     if (s) add_ref(s->sample_addrs, piece);
-    ObjectHit hit{int(o), t->index, set_bit, 0};
-    if (with_object(piece, count_object_miss, &hit)) note_object(s, hit.serial);
+    ObjectHit hit{int(o), t->index, set_bit, 0, nullptr};
+    if (count_miss_in_object(t, piece, &hit)) note_object(s, hit.serial);
     if (o == Outcome::TrueSharing || o == Outcome::FalseSharing) record_sharing(t, ip, lr, o, write);
   }
 }
@@ -344,16 +374,23 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
   t->busy.store(0, std::memory_order_release);
 }
 
-// on_access past its first check: another L1 hit (Hierarchy::try_l1_hit) or an instruction not
-// in the direct-mapped cache still avoids the full path while the process has one thread.
+// on_access past its first check. While the process has one thread, an instruction already in
+// the table needs no busy flag (no other thread can finish) and no allocation: the simulator is
+// asked directly, and only a miss pays for saving errno around record_misses.
 __attribute__((noinline)) void access_rest(uintptr_t ip, uintptr_t addr, uint32_t size,
                                            bool write) noexcept {
   ThreadState* t = t_state;
   if (t != nullptr && t->memo != nullptr && !t_in_runtime && size != 0) {
-    InstructionRecord* s = t->ips.find(ip ? ip - 1 : 0);
-    if (s && (t->memo->try_hit(addr, size, write) || g.sim->try_l1_hit(t->core, addr, size, write))) {
+    const uint64_t at = ip ? ip - 1 : 0;
+    if (InstructionRecord* s = t->ips.find(at)) {
       t->accesses++;
       s->accesses[write]++;
+      if (g.sim->access(t->core, addr, size, write, t->result)) return;
+      const int saved_errno = *t->errno_loc;
+      t_in_runtime = true;
+      record_misses(t, s, at, addr, write);
+      t_in_runtime = false;
+      *t->errno_loc = saved_errno;
       return;
     }
   }
