@@ -25,6 +25,8 @@ uint32_t current_thread_index() noexcept {
   return t_index_plus_one - 1;
 }
 
+void heap_detach_fence() noexcept {}
+
 bool in_runtime() noexcept {
   return t_in_runtime;
 }

@@ -77,6 +77,7 @@ WM_INLINE void maybe_track(void* p, size_t n, uintptr_t ret, uintptr_t fp) noexc
 }
 
 __attribute__((noinline)) void untrack(void* p) noexcept {
+  rt::heap_detach_fence();
   const int saved = errno;
   {
     HeapGuard guard;
@@ -135,6 +136,7 @@ WM_INLINE void* realloc_impl(void* p, size_t n, uintptr_t ret, uintptr_t fp) noe
   }
   HeapSlot* old = nullptr;
   if (rt::store_active() && t_heap.guard == 0) {
+    rt::heap_detach_fence();
     const int saved = errno;
     {
       HeapGuard guard;

@@ -20,6 +20,9 @@ uint32_t current_thread_index() noexcept;
 bool in_runtime() noexcept;
 // True when the runtime is recording (initialised, not disabled, not a forked child).
 bool recording() noexcept;
+// Called before a block of the program's stops being the object it was (free, realloc): the
+// core settles whatever it still owes the calling thread's past accesses to it. May wait.
+void heap_detach_fence() noexcept;
 
 // ---- the private heap: malloc for the runtime's own data, in its own mmap'ed region ----
 void* private_alloc(size_t size) noexcept;  // 16-byte aligned; nullptr when exhausted

@@ -30,6 +30,7 @@
 #include "runtime/common/signal_guard.h"
 #include "runtime/common/tables.h"
 #include "runtime/exact/access_sink.h"
+#include "runtime/exact/relay.h"
 #include "sim/sim.h"
 
 namespace whymiss::rt {
@@ -53,6 +54,10 @@ struct ThreadState {
   // core's memo, for the hit path in on_access. Cleared before anything makes that unsafe
   // (the first pthread_create, the end of recording, fork).
   sim::HitMemo* memo = nullptr;
+  // Set once the program has several threads and the relay runs (relay.h): accesses go to
+  // lane.ring, or are dropped when the thread got no ring.
+  bool relayed = false;
+  relay::Lane lane;
   // Heap objects this thread's misses landed in, used without the store's locks while `memo`
   // is set (see object_detaches()); valid while object_detaches() == objects_epoch.
   struct CachedObject {
@@ -92,6 +97,8 @@ struct Global {
   // Hierarchy::set_concurrent. Written only while single-threaded, so never torn.
   std::atomic<bool> concurrent{false};
   std::atomic<bool> attached_unhooked{false};  // a thread not started by our pthread_create
+  // The relay runs: only its thread touches the simulator, which then needs no locks.
+  bool relay_mode = false;
   uint32_t policy = 0, inclusive = 1;
   char output[4096] = {};
   char command[4096] = {};
@@ -145,6 +152,7 @@ bool has_other_threads() {
 void thread_exit(void* p);
 void after_fork_child();
 void finish(int term_signal);
+bool start_relay();
 
 void init() {
   int expected = kOff;
@@ -180,9 +188,12 @@ void init() {
   }
   if (const char* l = std::getenv("WHYMISS_LLC"); l && std::strcmp(l, "non-inclusive") == 0)
     k.inclusive_llc = false;
-  // Threads created before we started (from other constructors) get locks from the start.
-  k.concurrent = has_other_threads();
-  g.concurrent.store(k.concurrent, std::memory_order_relaxed);
+  // Threads created before we started (from other constructors): the relay from the start, or
+  // failing that, locks.
+  const bool threaded = has_other_threads();
+  g.relay_mode = threaded && start_relay();
+  k.concurrent = threaded && !g.relay_mode;
+  g.concurrent.store(threaded, std::memory_order_relaxed);
   auto h = sim::Hierarchy::create(geo, k);
   if (!h) {
     g.state.store(kDisabled);
@@ -229,7 +240,16 @@ ThreadState* attach_thread() {
   t->tid = uint32_t(syscall(SYS_gettid));
   t->core = index % g.cores;
   t->errno_loc = &errno;
-  if (!g.concurrent.load(std::memory_order_acquire)) t->memo = g.sim->hit_memo(t->core);
+  if (g.relay_mode) {
+    t->relayed = true;
+    if (!relay::open_lane(&t->lane, t)) {
+      g.unrecorded_threads.fetch_add(1, std::memory_order_relaxed);
+      t_unrecorded = true;
+      return nullptr;  // (its ThreadState is not reused: rare, and small)
+    }
+  } else if (!g.concurrent.load(std::memory_order_acquire)) {
+    t->memo = g.sim->hit_memo(t->core);
+  }
   g.core_owner[t->core].store(index, std::memory_order_relaxed);
   g.threads[index].store(t, std::memory_order_release);
   pthread_setspecific(g.key, t);
@@ -241,6 +261,10 @@ ThreadState* attach_thread() {
 void thread_exit(void* p) {
   auto* t = static_cast<ThreadState*>(p);
   if (!t || g.state.load() != kRecording) return;
+  if (t->relayed) {  // the relay merges its table once it has simulated all it pushed
+    if (t->lane.ring) relay::close_lane(&t->lane);
+    return;
+  }
   Inside in;
   LockGuard lock(g.merged_lock);
   g.merged.merge_from(t->ips);
@@ -360,6 +384,12 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
     g.dropped_accesses.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  if (t->relayed) {
+    if (t->lane.ring && !t->lane.closing.load(std::memory_order_relaxed) &&
+        g.state.load(std::memory_order_relaxed) == kRecording)
+      relay::push(&t->lane, AccessRecord{ret, addr, size, write});
+    return;
+  }
   t->busy.store(1, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);  // paired with membarrier in finish()
   if (g.state.load(std::memory_order_relaxed) == kRecording) {
@@ -397,6 +427,32 @@ __attribute__((noinline)) void access_rest(uintptr_t ip, uintptr_t addr, uint32_
   access(ip, addr, size, write);
 }
 
+// ---- the relay (multi-threaded programs; relay.h) ----
+
+void relay_simulate(void* owner, const AccessRecord& r) {
+  record(static_cast<ThreadState*>(owner), r.ip ? r.ip - 1 : 0, r.addr, r.size, r.write != 0);
+}
+
+void relay_retire(void* owner) {
+  auto* t = static_cast<ThreadState*>(owner);
+  LockGuard lock(g.merged_lock);
+  g.merged.merge_from(t->ips);
+  t->ips.release();
+}
+
+// Starts the relay and moves the calling thread (the only one recording) onto a ring. Called
+// while the process has one recording thread: at init, or in its first pthread_create.
+bool start_relay() {
+  Inside in;
+  if (!relay::start(relay::Client{relay_simulate, relay_retire})) return false;
+  if (ThreadState* self = t_state) {
+    self->memo = nullptr;
+    self->relayed = true;
+    if (!relay::open_lane(&self->lane, self)) g.unrecorded_threads.fetch_add(1);
+  }
+  return true;
+}
+
 // ---- the end: export everything and write the profile ----
 
 template <typename T>
@@ -415,6 +471,9 @@ void finish(int term_signal) {
   drop_hit_path();
   if (getpid() != g.pid) return;
   Inside in;
+  // Everything already pushed is simulated before the tables are read. Bounded: the relay may be
+  // stuck on a heap lock held by a thread that died mid-hook (then its last accesses are lost).
+  if (g.relay_mode && !relay::on_relay_thread()) relay::stop(5000);
   // Let accesses in flight on other threads complete before their tables are read.
   if (g.membarrier_ok) syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
   uint32_t nthreads = std::min(g.next_index.load(), kMaxThreads);
@@ -554,6 +613,14 @@ void on_range(uintptr_t ip, uintptr_t addr, size_t size, bool write) noexcept {
 
 void on_init() noexcept { init(); }
 
+// The program is about to free or move a heap block: its accesses still in the relay's ring are
+// simulated first, while the object they touched is still registered.
+void heap_detach_fence() noexcept {
+  ThreadState* t = t_state;
+  if (t != nullptr && t->lane.ring != nullptr && !t->lane.closing.load(std::memory_order_relaxed))
+    relay::fence(&t->lane);
+}
+
 // ---- used by the heap code ----
 uint32_t current_thread_index() noexcept {
   if (t_state) return t_state->index;
@@ -580,7 +647,8 @@ uint32_t next_thread_index() noexcept {
   if (!g.concurrent.load(std::memory_order_relaxed) &&
       g.state.load(std::memory_order_acquire) == kRecording) {
     drop_hit_path();
-    g.sim->set_concurrent(true);
+    g.relay_mode = start_relay();
+    if (!g.relay_mode) g.sim->set_concurrent(true);  // no relay thread: locks instead
     g.concurrent.store(true, std::memory_order_release);
   }
   return g.next_index.fetch_add(1) + 1;

@@ -611,6 +611,7 @@ uint32_t current_thread_index() noexcept {
   return t ? t->index : 0;
 }
 bool in_runtime() noexcept { return softrt::t_in_runtime; }
+void heap_detach_fence() noexcept {}  // samples are attributed as they arrive
 bool set_in_runtime(bool inside) noexcept {
   bool was = softrt::t_in_runtime;
   softrt::t_in_runtime = inside;

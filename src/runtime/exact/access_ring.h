@@ -1,0 +1,74 @@
+// A single-producer single-consumer ring of memory accesses: how a thread of a multi-threaded
+// program hands its accesses to the exact runtime's simulator thread (see relay.cpp).
+//
+// Contract: exactly one producer thread calls push/produced; exactly one consumer thread calls
+// pop/publish/pending. Both may call consumed(). The producer's push never blocks: it says false
+// when the ring is full, and the caller decides how to wait. Lives in memory the caller maps
+// (a few tens of KiB); no allocation, no system call, async-signal-safe on the producer side as
+// long as a signal handler on the producer thread never pushes (the ABI layer guarantees that).
+#pragma once
+#include <atomic>
+#include <cstdint>
+
+namespace whymiss::rt {
+
+struct AccessRecord {
+  uint64_t ip;    // return address of the instrumented call (0 = unknown)
+  uint64_t addr;
+  uint32_t size;  // 1..line size (ranges are split before they get here)
+  uint32_t write;
+};
+static_assert(sizeof(AccessRecord) == 24);
+
+class AccessRing {
+ public:
+  static constexpr uint32_t kSlots = 2048;  // power of two
+  static constexpr uint32_t kPublishEvery = 32;  // consumer: make room visible this often
+
+  // Producer.
+  bool push(const AccessRecord& r) noexcept {
+    const uint64_t h = head_.load(std::memory_order_relaxed);
+    if (h - tail_seen_ >= kSlots) {
+      tail_seen_ = tail_.load(std::memory_order_acquire);
+      if (h - tail_seen_ >= kSlots) return false;
+    }
+    slots_[h & (kSlots - 1)] = r;
+    head_.store(h + 1, std::memory_order_release);
+    return true;
+  }
+  uint64_t produced() const noexcept { return head_.load(std::memory_order_acquire); }
+
+  // Consumer. pop() takes the oldest record, if any; room it frees becomes visible to the
+  // producer every kPublishEvery pops and at publish().
+  bool pop(AccessRecord* out) noexcept {
+    if (next_ == head_seen_) {
+      head_seen_ = head_.load(std::memory_order_acquire);
+      if (next_ == head_seen_) return false;
+    }
+    *out = slots_[next_ & (kSlots - 1)];
+    ++next_;
+    if ((next_ & (kPublishEvery - 1)) == 0) tail_.store(next_, std::memory_order_release);
+    return true;
+  }
+  void publish() noexcept {
+    if (tail_.load(std::memory_order_relaxed) != next_) tail_.store(next_, std::memory_order_release);
+  }
+  // Records pushed and not yet popped, as the consumer last saw the producer.
+  bool pending() noexcept {
+    if (next_ != head_seen_) return true;
+    head_seen_ = head_.load(std::memory_order_acquire);
+    return next_ != head_seen_;
+  }
+
+  // Either side: records popped and published so far.
+  uint64_t consumed() const noexcept { return tail_.load(std::memory_order_acquire); }
+
+ private:
+  alignas(64) std::atomic<uint64_t> head_{0};  // written by the producer
+  uint64_t tail_seen_ = 0;                     // producer's last look at tail_
+  alignas(64) std::atomic<uint64_t> tail_{0};  // written by the consumer
+  uint64_t next_ = 0, head_seen_ = 0;          // consumer's position and last look at head_
+  alignas(64) AccessRecord slots_[kSlots];
+};
+
+}  // namespace whymiss::rt

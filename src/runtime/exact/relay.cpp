@@ -1,0 +1,253 @@
+// The relay thread and the waiting done by the threads that feed it (relay.h).
+#include "runtime/exact/relay.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <new>
+
+#include "runtime/common/heap.h"
+#include "runtime/common/runtime_state.h"
+
+namespace whymiss::rt::relay {
+
+std::atomic<int> g_relay_sleeping{0};  // 1 while the relay sleeps (or is about to) in a futex
+
+namespace {
+
+constexpr uint32_t kMaxLanes = 1u << 16;
+
+struct State {
+  Client client{};
+  std::atomic<bool> running{false};
+  std::atomic<bool> stop{false};
+  std::atomic<bool> done{false};
+  // Lanes in enrolment order; the relay keeps its own dense list of the open ones.
+  std::atomic<uint32_t> enrolled{0};
+  std::atomic<Lane*> lanes[kMaxLanes] = {};
+};
+constinit State s;
+thread_local bool t_is_relay __attribute__((tls_model("initial-exec"))) = false;
+
+void futex(std::atomic<int>* addr, int op, int val, const timespec* timeout) {
+  syscall(SYS_futex, reinterpret_cast<int*>(addr), op, val, timeout, nullptr, 0);
+}
+
+// Waiting on the program's threads: spin briefly (the relay runs on another core and frees room
+// within microseconds), then yield. Never sleep: a thread asleep lets its ring run dry, and the
+// relay then has only the other threads' accesses to interleave.
+void backoff(unsigned n) {
+  if (n < 64) __builtin_ia32_pause();
+  else sched_yield();
+}
+
+void retire(Lane* lane) {
+  s.client.retire(lane->owner);
+  munmap(lane->ring, sizeof(AccessRing));
+}
+
+uint64_t now_us() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000u + uint64_t(ts.tv_nsec) / 1000u;
+}
+
+// A live lane that runs dry is waited for this long: its thread is more likely waiting for a
+// core than blocked, and simulating the others meanwhile would replay them as if it had stopped.
+constexpr uint64_t kLiveWaitUs = 200;
+
+// Waits (giving the core away) for the live lane's next access; false when it stays dry.
+bool wait_for(Lane* lane, AccessRecord* r) {
+  lane->ring->publish();  // its thread may be waiting for room
+  const uint64_t until = now_us() + kLiveWaitUs;
+  for (unsigned n = 0;; ++n) {
+    if (lane->ring->pop(r)) return true;
+    if (lane->closing.load(std::memory_order_acquire) || s.stop.load(std::memory_order_relaxed))
+      return false;
+    if (n < 32) {
+      __builtin_ia32_pause();
+    } else {
+      if (now_us() >= until) return false;
+      sched_yield();
+    }
+  }
+}
+
+// One pass: the next access of every open lane, in turn. Returns whether any was simulated.
+// A lane stays live while it delivers; a live lane that runs dry is waited for (wait_for) while
+// another lane has work, so that threads interleave access by access as on separate cores.
+bool round(Lane** open, uint32_t* nopen) {
+  bool any = false;
+  for (uint32_t i = 0; i < *nopen;) {
+    Lane* lane = open[i];
+    AccessRecord r;
+    if (lane->ring->pop(&r) || (lane->live && *nopen > 1 && wait_for(lane, &r))) {
+      lane->live = true;
+      s.client.simulate(lane->owner, r);
+      any = true;
+      ++i;
+      continue;
+    }
+    lane->live = false;
+    lane->ring->publish();
+    // closing is stored after the owner's last push: seeing it, an empty ring stays empty.
+    if (lane->closing.load(std::memory_order_acquire) && !lane->ring->pending()) {
+      retire(lane);
+      open[i] = open[--*nopen];
+      continue;
+    }
+    ++i;
+  }
+  return any;
+}
+
+bool anything_pending(Lane** open, uint32_t nopen) {
+  for (uint32_t i = 0; i < nopen; ++i)
+    if (open[i]->ring->pending() || open[i]->closing.load(std::memory_order_acquire)) return true;
+  return false;
+}
+
+void* relay_main(void*) {
+  t_is_relay = true;
+  set_in_runtime(true);  // anything this thread allocates is the runtime's own
+  auto** open = static_cast<Lane**>(private_alloc(sizeof(Lane*) * kMaxLanes));
+  if (open == nullptr) {
+    s.done.store(true, std::memory_order_release);
+    return nullptr;
+  }
+  uint32_t nopen = 0, seen = 0;
+  for (unsigned idle = 0;;) {
+    const uint32_t n = s.enrolled.load(std::memory_order_acquire);
+    while (seen < n) {
+      Lane* lane = s.lanes[seen].load(std::memory_order_acquire);
+      if (lane == nullptr) break;  // enrolled but not yet stored: next time
+      open[nopen++] = lane;
+      ++seen;
+    }
+    if (round(open, &nopen)) {
+      idle = 0;
+      continue;
+    }
+    if (s.stop.load(std::memory_order_acquire)) break;  // every ring was empty in that round
+    if (++idle < 256) {
+      __builtin_ia32_pause();
+      continue;
+    }
+    if (idle < 512) {  // the program's threads may be waiting for a core: give them ours
+      sched_yield();
+      continue;
+    }
+    // Sleep until a push wakes us; the timeout covers a wake-up lost to the unfenced check in
+    // push() (the producer's store of its head and its load of the flag may pass each other).
+    g_relay_sleeping.store(1, std::memory_order_seq_cst);
+    if (!anything_pending(open, nopen) && !s.stop.load(std::memory_order_seq_cst) &&
+        s.enrolled.load(std::memory_order_seq_cst) == seen) {
+      const timespec ts{0, 2 * 1000 * 1000};
+      futex(&g_relay_sleeping, FUTEX_WAIT_PRIVATE, 1, &ts);
+    }
+    g_relay_sleeping.store(0, std::memory_order_relaxed);
+    idle = 0;
+  }
+  s.done.store(true, std::memory_order_release);
+  return nullptr;
+}
+
+}  // namespace
+
+bool start(const Client& c) noexcept {
+  using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  if (s.running.load(std::memory_order_relaxed)) return true;
+  // libc's pthread_create: ours would count the relay as a thread of the program.
+  auto create = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
+  if (create == nullptr) return false;
+  s.client = c;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);  // inherited: no signal of the program runs on it
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t th;
+  const bool ok = create(&th, &attr, relay_main, nullptr) == 0;
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  s.running.store(ok, std::memory_order_release);
+  return ok;
+}
+
+bool running() noexcept { return s.running.load(std::memory_order_acquire); }
+bool on_relay_thread() noexcept { return t_is_relay; }
+
+bool open_lane(Lane* lane, void* owner) noexcept {
+  void* mem = mmap(nullptr, sizeof(AccessRing), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return false;
+  const uint32_t i = s.enrolled.fetch_add(1, std::memory_order_acq_rel);
+  if (i >= kMaxLanes) {
+    munmap(mem, sizeof(AccessRing));
+    return false;
+  }
+  lane->ring = new (mem) AccessRing;
+  lane->owner = owner;
+  s.lanes[i].store(lane, std::memory_order_release);
+  wake();
+  return true;
+}
+
+void close_lane(Lane* lane) noexcept {
+  lane->closing.store(true, std::memory_order_release);
+  wake();
+}
+
+void wake() noexcept {
+  if (g_relay_sleeping.exchange(0, std::memory_order_acq_rel) != 0)
+    futex(&g_relay_sleeping, FUTEX_WAKE_PRIVATE, 1, nullptr);
+}
+
+void push_slow(Lane* lane, const AccessRecord& r) noexcept {
+  const int saved = errno;
+  for (unsigned n = 0; !lane->ring->push(r); ++n) {
+    if (!recording() || s.done.load(std::memory_order_relaxed)) break;  // nobody will make room
+    wake();
+    backoff(n);
+  }
+  if (g_relay_sleeping.load(std::memory_order_relaxed)) wake();
+  errno = saved;
+}
+
+void fence(Lane* lane) noexcept {
+  const uint64_t want = lane->ring->produced();
+  if (lane->ring->consumed() >= want) return;
+  const int saved = errno;
+  for (unsigned n = 0; lane->ring->consumed() < want; ++n) {
+    if (!recording() || s.done.load(std::memory_order_relaxed)) break;
+    wake();
+    backoff(n);
+  }
+  errno = saved;
+}
+
+bool stop(unsigned timeout_ms) noexcept {
+  if (!running()) return true;
+  s.stop.store(true, std::memory_order_seq_cst);
+  const int saved = errno;
+  const timespec step{0, 100 * 1000};
+  for (unsigned waited_us = 0; !s.done.load(std::memory_order_acquire); waited_us += 100) {
+    if (waited_us >= timeout_ms * 1000u) break;
+    wake();
+    nanosleep(&step, nullptr);
+  }
+  errno = saved;
+  return s.done.load(std::memory_order_acquire);
+}
+
+}  // namespace whymiss::rt::relay

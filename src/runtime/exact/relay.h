@@ -1,0 +1,65 @@
+// The relay: how exact mode simulates a multi-threaded program. Each program thread pushes its
+// accesses into its own ring (access_ring.h); one relay thread takes them one at a time from every
+// ring in turn and feeds the simulator, which therefore never needs a lock.
+//
+// Why: simulating on the program's threads under fair locks made two threads contending for a
+// line hand a lock over on every access (a cross-core round trip of several host cache lines,
+// ~1 us each). Taking one access from each busy ring in turn gives the same access-by-access
+// interleaving, deterministically, and the program's threads only write to memory of their own.
+//
+// Contract: start() is called by the only thread the program has (or before other threads
+// record). lane functions are called by the lane's owner thread; fence() and push() may wait
+// (spinning, then yielding, then sleeping in 50 us steps) but give up as soon as recording()
+// turns false. The relay thread runs with every signal blocked, allocates only from the private
+// heap, and calls the client's callbacks with the lane's owner pointer.
+#pragma once
+#include <atomic>
+#include <cstdint>
+
+#include "runtime/exact/access_ring.h"
+
+namespace whymiss::rt::relay {
+
+struct Lane {
+  AccessRing* ring = nullptr;       // mmap'ed by open_lane
+  std::atomic<bool> closing{false};  // the owner has exited: no more pushes
+  void* owner = nullptr;            // handed to the client callbacks
+  bool live = false;                // relay thread only: delivered in its last round
+};
+
+struct Client {
+  void (*simulate)(void* owner, const AccessRecord& r);  // on the relay thread
+  void (*retire)(void* owner);  // lane closed and drained; its ring is unmapped afterwards
+};
+
+// Starts the relay thread. False (and nothing started) when it cannot.
+bool start(const Client& c) noexcept;
+bool running() noexcept;
+bool on_relay_thread() noexcept;
+
+// Maps the lane's ring and enrolls it; false when out of memory or lanes.
+bool open_lane(Lane* lane, void* owner) noexcept;
+// The owner is exiting: the relay retires the lane once it has simulated everything in it.
+void close_lane(Lane* lane) noexcept;
+
+// Owner thread: hands one access over, waiting while the ring is full. Preserves errno.
+inline void push(Lane* lane, const AccessRecord& r) noexcept;
+// Owner thread: waits until every access it pushed has been simulated (before its heap objects
+// change identity, so that each access is charged to the object it touched). Preserves errno.
+void fence(Lane* lane) noexcept;
+
+// Drains every ring and stops the relay thread; waits at most timeout_ms. Returns whether the
+// relay stopped (false: it is still running, e.g. blocked on a lock a crashed thread held).
+bool stop(unsigned timeout_ms) noexcept;
+
+// ---- inline part of push ----
+void push_slow(Lane* lane, const AccessRecord& r) noexcept;
+void wake() noexcept;
+extern std::atomic<int> g_relay_sleeping;
+
+inline void push(Lane* lane, const AccessRecord& r) noexcept {
+  if (!lane->ring->push(r)) return push_slow(lane, r);
+  if (g_relay_sleeping.load(std::memory_order_relaxed)) wake();
+}
+
+}  // namespace whymiss::rt::relay
