@@ -16,9 +16,11 @@
 
 namespace whymiss::rt {
 
-// Minimal test-and-test-and-set lock. Zero-initialised = unlocked, so it is usable before any
-// constructor has run (the hooks are called from other libraries' constructors).
-class SpinLock {
+// Minimal test-and-test-and-set lock of the heap code. (Not named SpinLock: common/spinlock.h has
+// one of another layout in the same namespace, and two would break the one-definition rule.)
+// Zero-initialised = unlocked, so it is usable before any constructor has run (the hooks are
+// called from other libraries' constructors).
+class HeapLock {
  public:
   bool try_lock() noexcept {
     return v_.load(std::memory_order_relaxed) == 0 &&

@@ -46,7 +46,7 @@ enum : uint8_t { kSlotFree = 0, kSlotLive = 1, kSlotRetired = 2 };
 
 struct alignas(64) HeapSlot {
   HeapObject obj;
-  SpinLock lock;   // multi objects: held by with_object callbacks (see file comment)
+  HeapLock lock;   // multi objects: held by with_object callbacks (see file comment)
   uint8_t state;   // kSlot*, release-stored after the record is complete
   uint8_t multi;   // listed in several entries (or the huge list): callbacks also take `lock`
   HeapSlot* next;  // free-list link
@@ -88,7 +88,7 @@ struct HugeItem {
 };
 
 struct alignas(64) Stripe {
-  SpinLock lock;
+  HeapLock lock;
   std::atomic<HeapSlot*> head{nullptr};
 };
 
@@ -108,7 +108,7 @@ std::atomic<uint64_t> g_dropped{0};
 std::atomic<bool> g_active{false};    // something was registered: frees must unregister
 std::atomic<bool> g_disabled{false};  // forked child: the store is frozen
 
-SpinLock g_huge_lock;
+HeapLock g_huge_lock;
 HugeItem* g_huge = nullptr;
 size_t g_huge_cap = 0;
 std::atomic<size_t> g_huge_count{0};

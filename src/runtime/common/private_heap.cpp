@@ -54,7 +54,7 @@ struct BigHeader {  // at payload - kBigHeader
 };
 
 struct alignas(64) SizeClass {
-  SpinLock lock;
+  HeapLock lock;
   void* free_head;  // intrusive list: first word of a free block points to the next
   uintptr_t bump, end;
 };
@@ -74,7 +74,7 @@ std::atomic<int> g_state{kUninit};
 
 SizeClass g_class[kClasses];
 
-SpinLock g_big_lock;  // guards the big area and the fallback table
+HeapLock g_big_lock;  // guards the big area and the fallback table
 uintptr_t g_big_bump = 0;
 Extent g_extents[kMaxExtents];  // free extents of the big area, sorted by start, coalesced
 size_t g_extent_count = 0;

@@ -154,7 +154,7 @@ std::atomic<int> g_table_state{0};  // 0 = none, 1 = being created, 2 = ready, 3
 profile::SiteRecord* g_sites = nullptr;
 std::atomic<uint64_t>* g_index = nullptr;
 std::atomic<uint32_t> g_count{0};
-SpinLock g_insert_lock;
+HeapLock g_insert_lock;
 std::atomic<uint64_t> g_dropped{0};
 
 // Creates the table on first use (two mmaps); another thread creating it is waited for. The
