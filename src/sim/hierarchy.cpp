@@ -61,6 +61,7 @@ struct CoreState {
   size_t memo_idx = 0;
   void set_memo(uint64_t line, size_t idx) {
     memo.line = line;
+    memo.base = line << memo.line_shift;
     memo_idx = idx;
     memo.tag = l1->tag_ptr(idx);
     memo.entry = &l1->entry(idx);
@@ -120,6 +121,7 @@ struct Hierarchy::Impl {
     c->l1 = c->priv[0].get();
     c->l1_shadow = c->shadow[0].get();
     c->memo.line_shift = line_shift;
+    c->memo.line_bytes = uint32_t(1) << line_shift;
     c->memo.granule_shift = granule_shift;
     cores[id].store(c, std::memory_order_release);
     uint32_t n = created.load(std::memory_order_relaxed);

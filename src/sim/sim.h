@@ -75,13 +75,15 @@ struct Entry {
 struct HitMemo {
   static constexpr uint64_t kNoLine = ~uint64_t(0);
   uint64_t line = kNoLine;
+  uint64_t base = 0;              // line << line_shift
   const uint64_t* tag = &kNoTag;  // the L1 tag slot of `line`: valid while *tag == line
   Entry* entry = nullptr;
+  uint32_t line_bytes = 64;
   unsigned line_shift = 6, granule_shift = 0;
   // Hits taken here or by the simulator's L1 fast path, [0 read, 1 write]. One writer at a time
   // (the core's feeder); relaxed load + store, so no locked instruction; counters() sums them.
   std::atomic<uint64_t> hits[2] = {};
-  static constexpr uint64_t kNoTag = kNoLine;
+  static constexpr uint64_t kNoTag = kNoLine - 1;  // never equal to `line`: no memo, no hit
 
   uint64_t granules(uint64_t addr, uint32_t size) const {
     const uint64_t off = addr & ((uint64_t(1) << line_shift) - 1);
@@ -94,11 +96,11 @@ struct HitMemo {
   }
   // size >= 1. Returns false, having changed nothing, when the access needs access().
   bool try_hit(uint64_t addr, uint32_t size, bool write) {
-    const uint64_t l = addr >> line_shift;
-    if (l != line || *tag != l || ((addr + size - 1) >> line_shift) != l) return false;
+    const uint64_t off = addr - base;  // huge when addr < base
+    if (off >= line_bytes || off + size > line_bytes || *tag != line) return false;
     Entry& e = *entry;
     if (write && e.state != Mesi::M) return false;
-    e.mask |= granules(addr, size);
+    e.mask |= granule_shift == 0 ? ((uint64_t(2) << (size - 1)) - 1) << off : granules(addr, size);
     e.dirty |= write;
     bump(write);
     return true;
