@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -12,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstring>
 #include <new>
 
 #include "runtime/common/heap.h"
@@ -50,6 +53,7 @@ void backoff(unsigned n) {
 }
 
 void retire(Lane* lane) {
+  if (lane->stat_fd >= 0) close(lane->stat_fd);
   s.client.retire(lane->owner);
   munmap(lane->ring, sizeof(AccessRing));
 }
@@ -60,24 +64,51 @@ uint64_t now_us() {
   return uint64_t(ts.tv_sec) * 1000000u + uint64_t(ts.tv_nsec) / 1000u;
 }
 
-// A live lane that runs dry is waited for this long: its thread is more likely waiting for a
-// core than blocked, and simulating the others meanwhile would replay them as if it had stopped.
-constexpr uint64_t kLiveWaitUs = 200;
+// A live lane that runs dry is waited for while its thread is runnable (waiting for a core, as
+// its accesses are simulated as if it had one), for at most kLiveWaitUs; a thread that is
+// asleep (blocked in a lock, a join, a read) is not waited for: the others run on meanwhile, as
+// they would on separate cores.
+constexpr uint64_t kLiveWaitUs = 1000;
+constexpr uint64_t kStateCheckUs = 20;  // a first look after this long, then this often * 4
+
+// Whether the lane's thread is running or runnable ('R' in /proc/self/task/TID/stat). Unknown
+// (unreadable) counts as runnable: the wait stays bounded by kLiveWaitUs.
+bool runnable(Lane* lane) {
+  if (lane->stat_fd == -1) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", lane->tid);
+    lane->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (lane->stat_fd < 0) lane->stat_fd = -2;
+  }
+  if (lane->stat_fd < 0) return true;
+  char buf[256];
+  const ssize_t n = pread(lane->stat_fd, buf, sizeof buf - 1, 0);
+  if (n <= 0) return true;
+  buf[n] = '\0';
+  const char* p = strrchr(buf, ')');  // the command name may contain anything but ends there
+  return p == nullptr || p[1] != ' ' || p[2] == 'R';
+}
 
 // Waits (giving the core away) for the live lane's next access; false when it stays dry.
 bool wait_for(Lane* lane, AccessRecord* r) {
   lane->ring->publish();  // its thread may be waiting for room
-  const uint64_t until = now_us() + kLiveWaitUs;
+  const uint64_t start = now_us();
+  uint64_t next_check = start + kStateCheckUs;
   for (unsigned n = 0;; ++n) {
     if (lane->ring->pop(r)) return true;
     if (lane->closing.load(std::memory_order_acquire) || s.stop.load(std::memory_order_relaxed))
       return false;
     if (n < 32) {
       __builtin_ia32_pause();
-    } else {
-      if (now_us() >= until) return false;
-      sched_yield();
+      continue;
     }
+    const uint64_t now = now_us();
+    if (now >= start + kLiveWaitUs) return false;
+    if (now >= next_check) {
+      if (!runnable(lane)) return lane->ring->pop(r);  // (it may have pushed and then blocked)
+      next_check = now + 4 * kStateCheckUs;
+    }
+    sched_yield();
   }
 }
 
@@ -187,7 +218,7 @@ bool start(const Client& c) noexcept {
 bool running() noexcept { return s.running.load(std::memory_order_acquire); }
 bool on_relay_thread() noexcept { return t_is_relay; }
 
-bool open_lane(Lane* lane, void* owner) noexcept {
+bool open_lane(Lane* lane, void* owner, int tid) noexcept {
   void* mem = mmap(nullptr, sizeof(AccessRing), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return false;
@@ -198,6 +229,7 @@ bool open_lane(Lane* lane, void* owner) noexcept {
   }
   lane->ring = new (mem) AccessRing;
   lane->owner = owner;
+  lane->tid = tid;
   s.lanes[i].store(lane, std::memory_order_release);
   wake();
   return true;

@@ -24,7 +24,9 @@ struct Lane {
   AccessRing* ring = nullptr;       // mmap'ed by open_lane
   std::atomic<bool> closing{false};  // the owner has exited: no more pushes
   void* owner = nullptr;            // handed to the client callbacks
+  int tid = 0;                      // the owner's kernel thread id
   bool live = false;                // relay thread only: delivered in its last round
+  int stat_fd = -1;                 // relay thread only: /proc/self/task/TID/stat, -2 = unreadable
 };
 
 struct Client {
@@ -38,7 +40,7 @@ bool running() noexcept;
 bool on_relay_thread() noexcept;
 
 // Maps the lane's ring and enrolls it; false when out of memory or lanes.
-bool open_lane(Lane* lane, void* owner) noexcept;
+bool open_lane(Lane* lane, void* owner, int tid) noexcept;
 // The owner is exiting: the relay retires the lane once it has simulated everything in it.
 void close_lane(Lane* lane) noexcept;
 

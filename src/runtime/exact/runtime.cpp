@@ -242,7 +242,7 @@ ThreadState* attach_thread() {
   t->errno_loc = &errno;
   if (g.relay_mode) {
     t->relayed = true;
-    if (!relay::open_lane(&t->lane, t)) {
+    if (!relay::open_lane(&t->lane, t, int(t->tid))) {
       g.unrecorded_threads.fetch_add(1, std::memory_order_relaxed);
       t_unrecorded = true;
       return nullptr;  // (its ThreadState is not reused: rare, and small)
@@ -448,7 +448,7 @@ bool start_relay() {
   if (ThreadState* self = t_state) {
     self->memo = nullptr;
     self->relayed = true;
-    if (!relay::open_lane(&self->lane, self)) g.unrecorded_threads.fetch_add(1);
+    if (!relay::open_lane(&self->lane, self, int(self->tid))) g.unrecorded_threads.fetch_add(1);
   }
   return true;
 }
