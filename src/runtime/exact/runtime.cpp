@@ -584,10 +584,13 @@ void on_access(uintptr_t ip, uintptr_t addr, uint32_t size, bool write) noexcept
   // last, by a recently seen instruction, with enough rights, changes only counters and the
   // line's granule mask (HitMemo). No busy flag, no errno, no allocation: nothing here can fail
   // or re-enter. Everything else is a tail call, so this function needs no saved registers.
+  // No t_in_runtime check: every path that changes the simulator runs inside on_access, which
+  // the ABI layer never re-enters on a thread, so a hit taken here (say by a signal handler that
+  // interrupted a malloc hook) never meets a half-done simulator update.
   ThreadState* t = t_state;
   if (__builtin_expect(t != nullptr, 1)) {
     sim::HitMemo* m = t->memo;
-    if (m != nullptr && !t_in_runtime) {
+    if (m != nullptr) {
       InstructionRecord* s = t->ips.find_hot(ip - 1);
       if (s && m->try_hit(addr, size, write)) {
         t->accesses++;
