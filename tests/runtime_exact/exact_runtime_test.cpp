@@ -59,4 +59,47 @@ TEST(ExactRuntime, AFreedObjectsMissesStayItsOwnWhenItsMemoryIsReused) {
   std::system((std::string("rm -rf ") + dir).c_str());
 }
 
+whymiss::profile::Profile record(const std::string& program, const std::string& args) {
+  char dir[] = "/tmp/whymiss-exact-rt-XXXXXX";
+  if (!mkdtemp(dir)) return {};
+  const std::string prof = std::string(dir) + "/p.data";
+  run(std::string(WHYMISS_BIN) + " record --mode exact -o " + prof + " -- " + program + " " + args +
+      " >/dev/null 2>&1");
+  auto p = whymiss::profile::read_profile(prof);
+  std::system((std::string("rm -rf ") + dir).c_str());
+  EXPECT_TRUE(p) << p.error();
+  return p ? std::move(p.value()) : whymiss::profile::Profile{};
+}
+
+uint64_t level_kind(const whymiss::profile::Profile& p, size_t level, int kind) {
+  if (level >= p.counters.size()) return ~uint64_t(0);
+  return p.counters[level].by_kind[kind][0] + p.counters[level].by_kind[kind][1];
+}
+
+// Once a program has had a second thread, every access goes through the relay thread, which
+// lends the simulator back to a thread running alone and takes it back when another thread wakes
+// (relay.h). Neither hand-over may lose, repeat or reorder an access: the loop's capacity misses
+// and the access count must be those of the same loop in a program that never had a thread.
+TEST(ExactRuntime, TheRelayAndItsSoloLoanCountALoopAsASingleThreadedRunDoes) {
+  const auto alone = record(WHYMISS_SOLO_HANDOFF, "0");
+  const auto joined = record(WHYMISS_SOLO_HANDOFF, "1");  // the loan: the loop runs inline
+  const auto woken = record(WHYMISS_SOLO_HANDOFF, "2");   // the loan revoked mid-loop
+  ASSERT_FALSE(alone.counters.empty());
+  ASSERT_FALSE(joined.counters.empty());
+  ASSERT_FALSE(woken.counters.empty());
+  constexpr int kCapacity = 2, kConflict = 3;
+  EXPECT_GT(level_kind(alone, 0, kCapacity), 1000000u);  // 95 passes x 64 Ki lines, all missing
+  for (size_t l = 0; l < alone.counters.size(); ++l) {
+    for (int k : {kCapacity, kConflict}) {
+      EXPECT_EQ(level_kind(joined, l, k), level_kind(alone, l, k)) << "level " << l << " kind " << k;
+      EXPECT_EQ(level_kind(woken, l, k), level_kind(alone, l, k)) << "level " << l << " kind " << k;
+    }
+  }
+  EXPECT_GE(joined.meta.accesses, alone.meta.accesses);  // (the idle thread may touch its stack)
+  EXPECT_LE(joined.meta.accesses, alone.meta.accesses + 4);
+  // The sleeper's 1000 writes, and nothing lost or repeated.
+  EXPECT_GE(woken.meta.accesses, alone.meta.accesses + 1000);
+  EXPECT_LE(woken.meta.accesses, alone.meta.accesses + 1016);
+}
+
 }  // namespace

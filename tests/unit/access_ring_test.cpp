@@ -19,9 +19,10 @@ TEST(AccessRing, FillsUpThenRefusesUntilTheConsumerPublishesRoom) {
   EXPECT_EQ(ring->produced(), AccessRing::kSlots);
   AccessRecord r;
   ASSERT_TRUE(ring->pop(&r));
+  ring->done();
   EXPECT_EQ(r.ip, rec(0).ip);
-  // One pop frees a slot for the consumer but not yet for the producer: room is published in
-  // batches, or by publish().
+  // One record done frees a slot for the consumer but not yet for the producer: room is
+  // published in batches, or by publish().
   EXPECT_FALSE(ring->push(rec(999)));
   ring->publish();
   EXPECT_EQ(ring->consumed(), 1u);
@@ -29,12 +30,30 @@ TEST(AccessRing, FillsUpThenRefusesUntilTheConsumerPublishesRoom) {
   EXPECT_FALSE(ring->push(rec(999)));
   for (uint64_t i = 1; i <= AccessRing::kSlots; ++i) {
     ASSERT_TRUE(ring->pop(&r)) << i;
+    ring->done();
     EXPECT_EQ(r.ip, rec(i).ip);
     EXPECT_EQ(r.addr, rec(i).addr);
     EXPECT_EQ(r.size, rec(i).size);
     EXPECT_EQ(r.write, rec(i).write);
   }
   EXPECT_FALSE(ring->pop(&r));
+  EXPECT_FALSE(ring->pending());
+}
+
+// consumed() (what the producer's fence waits for) counts a record only once the consumer is done
+// with it, never at pop().
+TEST(AccessRing, ConsumedCountsOnlyRecordsTheConsumerIsDoneWith) {
+  auto ring = std::make_unique<AccessRing>();
+  for (uint64_t i = 0; i < AccessRing::kPublishEvery; ++i) ASSERT_TRUE(ring->push(rec(i)));
+  AccessRecord r;
+  for (uint64_t i = 0; i + 1 < AccessRing::kPublishEvery; ++i) {
+    ASSERT_TRUE(ring->pop(&r));
+    ring->done();
+  }
+  ASSERT_TRUE(ring->pop(&r));  // the last one: popped, still being worked on
+  EXPECT_EQ(ring->consumed(), 0u);
+  ring->done();  // a batch complete: published
+  EXPECT_EQ(ring->consumed(), uint64_t(AccessRing::kPublishEvery));
   EXPECT_FALSE(ring->pending());
 }
 
@@ -55,6 +74,7 @@ TEST(AccessRing, DeliversEveryRecordInOrderAcrossThreads) {
       std::this_thread::yield();
       continue;
     }
+    ring->done();
     const AccessRecord want = rec(next++);
     bad += r.ip != want.ip || r.addr != want.addr || r.size != want.size || r.write != want.write;
   }

@@ -24,6 +24,7 @@ class AccessRing {
  public:
   static constexpr uint32_t kSlots = 2048;  // power of two
   static constexpr uint32_t kPublishEvery = 32;  // consumer: make room visible this often
+  static constexpr uint32_t kPrefetchAhead = 24;  // records (9 host lines)
 
   // Producer.
   bool push(const AccessRecord& r) noexcept {
@@ -38,17 +39,22 @@ class AccessRing {
   }
   uint64_t produced() const noexcept { return head_.load(std::memory_order_acquire); }
 
-  // Consumer. pop() takes the oldest record, if any; room it frees becomes visible to the
-  // producer every kPublishEvery pops and at publish().
+  // Consumer. pop() takes the oldest record, if any; done() says the consumer is finished with
+  // it. Room (and "consumed") becomes visible to the producer every kPublishEvery done()s and at
+  // publish(), so consumed() never counts a record still being worked on.
   bool pop(AccessRecord* out) noexcept {
     if (next_ == head_seen_) {
       head_seen_ = head_.load(std::memory_order_acquire);
       if (next_ == head_seen_) return false;
     }
     *out = slots_[next_ & (kSlots - 1)];
+    // The slots were written on the producer's core: start moving the ones a few lines ahead.
+    __builtin_prefetch(&slots_[(next_ + kPrefetchAhead) & (kSlots - 1)]);
     ++next_;
-    if ((next_ & (kPublishEvery - 1)) == 0) tail_.store(next_, std::memory_order_release);
     return true;
+  }
+  void done() noexcept {
+    if ((next_ & (kPublishEvery - 1)) == 0) tail_.store(next_, std::memory_order_release);
   }
   void publish() noexcept {
     if (tail_.load(std::memory_order_relaxed) != next_) tail_.store(next_, std::memory_order_release);

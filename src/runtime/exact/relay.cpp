@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -23,6 +24,7 @@
 namespace whymiss::rt::relay {
 
 std::atomic<int> g_relay_sleeping{0};  // 1 while the relay sleeps (or is about to) in a futex
+std::atomic<Lane*> g_solo{nullptr};
 
 namespace {
 
@@ -44,13 +46,32 @@ void futex(std::atomic<int>* addr, int op, int val, const timespec* timeout) {
   syscall(SYS_futex, reinterpret_cast<int*>(addr), op, val, timeout, nullptr, 0);
 }
 
-// Waiting on the program's threads: spin briefly (the relay runs on another core and frees room
-// within microseconds), then yield. Never sleep: a thread asleep lets its ring run dry, and the
-// relay then has only the other threads' accesses to interleave.
-void backoff(unsigned n) {
-  if (n < 64) __builtin_ia32_pause();
-  else sched_yield();
-}
+bool g_one_cpu = false;  // the process may run on one CPU only: spinning never helps
+bool g_membarrier = false;  // registered: solo grants are possible
+// A lane is granted solo once it alone has delivered for kSoloAfterUs of wall time (checked
+// every kSoloCheckRounds rounds): the other threads exited, or have slept that long (a logger,
+// an idle pool). Shorter waits would misplay threads that are about to run with it: a grant lets
+// its owner run ~10x faster than the relay, and a thread released by the same barrier a few
+// microseconds later would find it far ahead.
+constexpr uint64_t kSoloAfterUs = 50 * 1000;
+constexpr uint32_t kSoloCheckRounds = 4096;
+
+// A program thread waiting for the relay (room in its ring, or its accesses simulated): spins
+// briefly, then yields, so that the other program threads get the cores (with more runnable
+// threads than cores, a spinning producer would keep another one's ring dry, and the relay
+// would have only some threads' accesses to interleave). Never sleeps, for the same reason.
+class Waiter {
+ public:
+  void wait(Lane*) {
+    if (g_relay_sleeping.load(std::memory_order_relaxed)) wake();
+    if (g_one_cpu || ++n_ > kSpins) sched_yield();
+    else __builtin_ia32_pause();
+  }
+
+ private:
+  static constexpr unsigned kSpins = 64;
+  unsigned n_ = 0;
+};
 
 void retire(Lane* lane) {
   if (lane->stat_fd >= 0) close(lane->stat_fd);
@@ -112,18 +133,36 @@ bool wait_for(Lane* lane, AccessRecord* r) {
   }
 }
 
+// Whether to wait for a dry lane: yes if it delivered in its last round (its thread is most likely
+// between two accesses or waiting for a core), else if its thread is runnable (it has work but
+// no core yet: e.g. released from a barrier together with a thread that already runs). A thread
+// found asleep is not looked at again for kAsleepRecheckUs, so blocked threads cost a pread per
+// that period, not a wait per round.
+constexpr uint64_t kAsleepRecheckUs = 200;
+bool worth_waiting(Lane* lane) {
+  if (lane->live) return true;
+  const uint64_t now = now_us();
+  if (now < lane->asleep_until_us) return false;
+  if (runnable(lane)) return true;
+  lane->asleep_until_us = now + kAsleepRecheckUs;
+  return false;
+}
+
 // One pass: the next access of every open lane, in turn. Returns whether any was simulated.
 // A lane stays live while it delivers; a live lane that runs dry is waited for (wait_for) while
 // another lane has work, so that threads interleave access by access as on separate cores.
-bool round(Lane** open, uint32_t* nopen) {
+bool round(Lane** open, uint32_t* nopen, Lane** only) {
   bool any = false;
+  uint32_t delivered = 0;
   for (uint32_t i = 0; i < *nopen;) {
     Lane* lane = open[i];
     AccessRecord r;
-    if (lane->ring->pop(&r) || (lane->live && *nopen > 1 && wait_for(lane, &r))) {
+    if (lane->ring->pop(&r) || (*nopen > 1 && worth_waiting(lane) && wait_for(lane, &r))) {
       lane->live = true;
       s.client.simulate(lane->owner, r);
+      lane->ring->done();
       any = true;
+      *only = ++delivered == 1 ? lane : nullptr;
       ++i;
       continue;
     }
@@ -146,6 +185,27 @@ bool anything_pending(Lane** open, uint32_t nopen) {
   return false;
 }
 
+// Whether a lane other than `except` has work for the simulator, or a thread arrived.
+bool others_pending(Lane** open, uint32_t nopen, uint32_t seen, Lane* except) {
+  if (s.enrolled.load(std::memory_order_acquire) != seen) return true;
+  for (uint32_t i = 0; i < nopen; ++i) {
+    if (open[i] == except) continue;
+    if (open[i]->ring->pending() || open[i]->closing.load(std::memory_order_acquire)) return true;
+  }
+  return false;
+}
+
+// Takes the simulator back from a solo owner. After the membarrier, an owner access that did not
+// see the grant cleared has its busy flag visible here; waiting for it to clear ends that access.
+void revoke(Lane* lane) {
+  g_solo.store(nullptr, std::memory_order_seq_cst);
+  syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+  for (unsigned n = 0; lane->busy.load(std::memory_order_acquire) != 0; ++n) {
+    if (n < 256) __builtin_ia32_pause();
+    else sched_yield();
+  }
+}
+
 void* relay_main(void*) {
   t_is_relay = true;
   set_in_runtime(true);  // anything this thread allocates is the runtime's own
@@ -155,6 +215,9 @@ void* relay_main(void*) {
     return nullptr;
   }
   uint32_t nopen = 0, seen = 0;
+  Lane* sole = nullptr;  // the lane that alone delivered in every round since sole_since_us
+  uint32_t sole_rounds = 0;
+  uint64_t sole_since_us = 0;
   for (unsigned idle = 0;;) {
     const uint32_t n = s.enrolled.load(std::memory_order_acquire);
     while (seen < n) {
@@ -163,9 +226,41 @@ void* relay_main(void*) {
       open[nopen++] = lane;
       ++seen;
     }
-    if (round(open, &nopen)) {
-      idle = 0;
-      continue;
+    if (Lane* lent = g_solo.load(std::memory_order_relaxed)) {
+      // Lent out: only the owner's own earlier pushes are simulated here, until anything else
+      // needs the simulator.
+      if (s.stop.load(std::memory_order_acquire) || lent->closing.load(std::memory_order_acquire) ||
+          others_pending(open, nopen, seen, lent)) {
+        revoke(lent);
+        sole = nullptr;
+        sole_rounds = 0;
+        continue;
+      }
+      AccessRecord r;
+      if (lent->ring->pop(&r)) {
+        s.client.simulate(lent->owner, r);
+        lent->ring->done();
+        idle = 0;
+        continue;
+      }
+      lent->ring->publish();  // the owner waits for this before simulating inline
+    } else {
+      Lane* only = nullptr;
+      if (round(open, &nopen, &only)) {
+        idle = 0;
+        if (only != nullptr && only == sole) {
+          if (++sole_rounds % kSoloCheckRounds == 0 && g_membarrier &&
+              now_us() - sole_since_us >= kSoloAfterUs) {
+            g_solo.store(only, std::memory_order_release);
+            sole_rounds = 0;
+          }
+        } else {
+          sole = only;  // nullptr when several lanes delivered
+          sole_rounds = 0;
+          if (sole != nullptr) sole_since_us = now_us();
+        }
+        continue;
+      }
     }
     if (s.stop.load(std::memory_order_acquire)) break;  // every ring was empty in that round
     if (++idle < 256) {
@@ -200,6 +295,9 @@ bool start(const Client& c) noexcept {
   auto create = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
   if (create == nullptr) return false;
   s.client = c;
+  cpu_set_t cpus;
+  g_one_cpu = sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) <= 1;
+  g_membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);  // inherited: no signal of the program runs on it
@@ -247,10 +345,10 @@ void wake() noexcept {
 
 void push_slow(Lane* lane, const AccessRecord& r) noexcept {
   const int saved = errno;
-  for (unsigned n = 0; !lane->ring->push(r); ++n) {
+  Waiter w;
+  while (!lane->ring->push(r)) {
     if (!recording() || s.done.load(std::memory_order_relaxed)) break;  // nobody will make room
-    wake();
-    backoff(n);
+    w.wait(lane);
   }
   if (g_relay_sleeping.load(std::memory_order_relaxed)) wake();
   errno = saved;
@@ -260,10 +358,10 @@ void fence(Lane* lane) noexcept {
   const uint64_t want = lane->ring->produced();
   if (lane->ring->consumed() >= want) return;
   const int saved = errno;
-  for (unsigned n = 0; lane->ring->consumed() < want; ++n) {
+  Waiter w;
+  while (lane->ring->consumed() < want) {
     if (!recording() || s.done.load(std::memory_order_relaxed)) break;
-    wake();
-    backoff(n);
+    w.wait(lane);
   }
   errno = saved;
 }

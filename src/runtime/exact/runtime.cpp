@@ -291,7 +291,8 @@ void count_object_miss(HeapObject& o, void* arg) {
 // with_object(addr, count_object_miss, hit), through the thread's object cache while the process
 // has one thread: a line of a big array or of a few hot objects then costs no lock and no search.
 bool count_miss_in_object(ThreadState* t, uintptr_t addr, ObjectHit* hit) {
-  if (t->memo == nullptr) return with_object(addr, count_object_miss, hit);
+  // (Not in solo mode: other threads still run, and may free objects, uninstrumented code.)
+  if (t->memo == nullptr || t->relayed) return with_object(addr, count_object_miss, hit);
   const uint64_t epoch = object_detaches();
   if (epoch != t->objects_epoch) {
     for (auto& c : t->objects) c = ThreadState::CachedObject{};
@@ -368,6 +369,34 @@ inline void record(ThreadState* t, uint64_t ip, uint64_t addr, uint32_t size, bo
   if (!l1_hit) record_misses(t, s, ip, addr, write);
 }
 
+// An access by the thread the relay lent the simulator to (relay.h, "Solo"): simulated here, as
+// in a single-threaded program, while the grant holds; pushed once it is revoked. t->memo is set
+// while this thread believes it holds the grant; the relay's revocation waits for lane.busy.
+inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write);
+__attribute__((noinline)) void solo_access(ThreadState* t, uintptr_t ret, uintptr_t addr,
+                                           uint32_t size, bool write) noexcept {
+  t->lane.busy.store(1, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // paired with the relay's membarrier
+  if (relay::solo() == &t->lane) {
+    InstructionRecord* s = t->ips.find_hot(ret - 1);
+    if (s && t->memo->try_hit(addr, size, write)) {
+      t->accesses++;
+      s->accesses[write]++;
+    } else if (!t_in_runtime && size != 0 && g.state.load(std::memory_order_relaxed) == kRecording) {
+      const int saved_errno = *t->errno_loc;
+      t_in_runtime = true;
+      record(t, ret ? ret - 1 : 0, addr, size, write);
+      t_in_runtime = false;
+      *t->errno_loc = saved_errno;
+    }
+    t->lane.busy.store(0, std::memory_order_release);
+    return;
+  }
+  t->lane.busy.store(0, std::memory_order_release);
+  t->memo = nullptr;  // revoked: back to the ring
+  access(ret, addr, size, write);
+}
+
 // Entry for every access: cheap checks, then record() with the busy flag up.
 inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
   ThreadState* t = t_state;
@@ -385,9 +414,15 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
     return;
   }
   if (t->relayed) {
-    if (t->lane.ring && !t->lane.closing.load(std::memory_order_relaxed) &&
-        g.state.load(std::memory_order_relaxed) == kRecording)
-      relay::push(&t->lane, AccessRecord{ret, addr, size, write});
+    if (t->lane.ring == nullptr || t->lane.closing.load(std::memory_order_relaxed) ||
+        g.state.load(std::memory_order_relaxed) != kRecording)
+      return;
+    if (relay::solo() == &t->lane) {  // lent the simulator: first let the relay finish ours
+      relay::fence(&t->lane);
+      t->memo = g.sim->hit_memo(t->core);
+      return solo_access(t, ret, addr, size, write);
+    }
+    relay::push(&t->lane, AccessRecord{ret, addr, size, write});
     return;
   }
   t->busy.store(1, std::memory_order_relaxed);
@@ -410,7 +445,7 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
 __attribute__((noinline)) void access_rest(uintptr_t ip, uintptr_t addr, uint32_t size,
                                            bool write) noexcept {
   ThreadState* t = t_state;
-  if (t != nullptr && t->memo != nullptr && !t_in_runtime && size != 0) {
+  if (t != nullptr && t->memo != nullptr && !t->relayed && !t_in_runtime && size != 0) {
     const uint64_t at = ip ? ip - 1 : 0;
     if (InstructionRecord* s = t->ips.find(at)) {
       t->accesses++;
@@ -591,6 +626,7 @@ void on_access(uintptr_t ip, uintptr_t addr, uint32_t size, bool write) noexcept
   if (__builtin_expect(t != nullptr, 1)) {
     sim::HitMemo* m = t->memo;
     if (m != nullptr) {
+      if (t->relayed) return solo_access(t, ip, addr, size, write);
       InstructionRecord* s = t->ips.find_hot(ip - 1);
       if (s && m->try_hit(addr, size, write)) {
         t->accesses++;
