@@ -13,12 +13,19 @@ Result<std::unique_ptr<Cache>> Cache::make(uint64_t sets, uint32_t ways, Policy 
   while ((uint64_t(1) << c->set_bits_) < sets) ++c->set_bits_;
   c->rows_ = ways <= 16;
   c->way_mask_ = ways >= 32 ? ~0u : (1u << ways) - 1;
-  if (c->rows_) c->fp_.assign(sets * 16, 0);
-  c->repl_ = std::move(repl.value());
   // Mirrors Replacement::make's choice of class: tree-PLRU with one way is LRU.
   c->kind_ = p == Policy::Random                     ? Kind::Random
              : (p == Policy::TreePLRU && ways > 1) ? Kind::Plru
+             : c->rows_                            ? Kind::Ranks
                                                    : Kind::Lru;
+  if (c->rows_) {
+    c->meta_buf_.assign(sets * 32 + 64, 0);
+    c->meta_ = c->meta_buf_.data() + (-uintptr_t(c->meta_buf_.data()) & 63);
+    if (c->kind_ == Kind::Ranks)
+      for (uint64_t s = 0; s < sets; ++s)
+        for (uint32_t w = 0; w < 16; ++w) c->row_ptr(uint32_t(s))[16 + w] = uint8_t(w < ways ? w : 0x7F);
+  }
+  if (c->kind_ != Kind::Ranks) c->repl_ = std::move(repl.value());
   return c;
 }
 

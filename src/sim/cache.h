@@ -6,6 +6,14 @@
 // 16-byte row of one-byte fingerprints (0 = invalid way), compared with one SSE2 instruction:
 // a lookup reads the row and then at most the tags the fingerprint matched, instead of walking
 // every tag with a data-dependent exit (which mispredicts: the way a line sits in is random).
+//
+// With LRU and up to 16 ways, recency is a second 16-byte row next to the fingerprints: way w's
+// rank (0 = most recent, ways-1 = least), a permutation of 0..ways-1. A touch and a victim are a
+// few SSE2 instructions on that row, and a set's fingerprints and ranks share one 32-byte block
+// (half a host line), where per-way 64-bit stamps took up to three host lines. Same victims as
+// stamps: every way is touched when filled, so once all ways are valid (the only time a victim
+// is asked for) rank order is touch order; never-touched ways rank below touched ones, in way
+// order, just as equal zero stamps lost to any touched way.
 #pragma once
 #include <emmintrin.h>
 
@@ -42,7 +50,7 @@ class Cache {
   }
   // A hint that find(line) or a fill comes soon: starts loading the set's fingerprints and tags.
   void prefetch(uint64_t line) const {
-    if (rows_) __builtin_prefetch(&fp_[size_t(set_of(line)) * 16]);
+    if (rows_) __builtin_prefetch(row_ptr(set_of(line)));
     __builtin_prefetch(&tag_[size_t(set_of(line)) * ways_]);
   }
   // Where to put a new line of `set`: an invalid way if any (the lowest), else the policy's
@@ -61,6 +69,9 @@ class Cache {
   void touch(size_t idx) {
     const uint32_t set = set_of(tag_[idx]), way = uint32_t(idx - size_t(set) * ways_);
     switch (kind_) {  // devirtualised: the concrete policies are final
+      case Kind::Ranks:
+        touch_rank(set, way);
+        break;
       case Kind::Lru:
         static_cast<Lru*>(repl_.get())->touch(set, way);
         break;
@@ -90,9 +101,11 @@ class Cache {
 
  private:
   Cache() = default;
-  enum class Kind : uint8_t { Lru, Plru, Random };
+  enum class Kind : uint8_t { Ranks, Lru, Plru, Random };
   uint32_t victim(uint32_t set) {
     switch (kind_) {
+      case Kind::Ranks:
+        return victim_rank(set);
       case Kind::Lru:
         return static_cast<Lru*>(repl_.get())->victim(set);
       case Kind::Plru:
@@ -107,16 +120,32 @@ class Cache {
     const uint8_t f = uint8_t(line >> set_bits_);
     return f ? f : 1;
   }
+  // A set's 32-byte block: fingerprints at +0, LRU ranks at +16 (Kind::Ranks only).
+  uint8_t* row_ptr(uint32_t set) const { return meta_ + size_t(set) * 32; }
   // Bit w set: way w's fingerprint equals `fp` (padding ways past ways_ never match).
   uint32_t row_matches(uint32_t set, uint8_t fp) const {
-    const __m128i row = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&fp_[size_t(set) * 16]));
+    const __m128i row = _mm_load_si128(reinterpret_cast<const __m128i*>(row_ptr(set)));
     const __m128i eq = _mm_cmpeq_epi8(row, _mm_set1_epi8(char(fp)));
     return uint32_t(_mm_movemask_epi8(eq)) & way_mask_;
   }
   void set_fp(size_t idx, uint64_t line, uint8_t fp) {
     if (!rows_) return;
     const uint32_t set = set_of(line), way = uint32_t(idx - size_t(set) * ways_);
-    fp_[size_t(set) * 16 + way] = fp;
+    row_ptr(set)[way] = fp;
+  }
+  // Ranks below the touched way's move one step older; the touched way becomes 0. Padding ways
+  // hold 0x7F, never below or equal to a real rank (< 16), so they never change.
+  void touch_rank(uint32_t set, uint32_t way) {
+    __m128i* p = reinterpret_cast<__m128i*>(row_ptr(set) + 16);
+    const __m128i row = _mm_load_si128(p);
+    const __m128i r = _mm_set1_epi8(char(row_ptr(set)[16 + way]));
+    const __m128i older = _mm_cmplt_epi8(row, r);  // all-ones bytes = -1: subtracting adds 1
+    _mm_store_si128(p, _mm_andnot_si128(_mm_cmpeq_epi8(row, r), _mm_sub_epi8(row, older)));
+  }
+  uint32_t victim_rank(uint32_t set) const {
+    const __m128i row = _mm_load_si128(reinterpret_cast<const __m128i*>(row_ptr(set) + 16));
+    const __m128i eq = _mm_cmpeq_epi8(row, _mm_set1_epi8(char(ways_ - 1)));
+    return uint32_t(__builtin_ctz(uint32_t(_mm_movemask_epi8(eq)) & way_mask_));
   }
 
   uint64_t set_mask_ = 0;
@@ -126,9 +155,10 @@ class Cache {
   bool rows_ = false;  // ways <= 16: fingerprint rows in use
   std::vector<uint64_t> tag_;
   std::vector<Entry> entry_;
-  std::vector<uint8_t> fp_;  // rows_: 16 per set
+  std::vector<uint8_t> meta_buf_;  // rows_: 32 bytes per set, plus slack for alignment
+  uint8_t* meta_ = nullptr;        // meta_buf_ aligned to 64: a set's block never straddles lines
   Kind kind_ = Kind::Lru;
-  std::unique_ptr<Replacement> repl_;
+  std::unique_ptr<Replacement> repl_;  // null for Kind::Ranks
 };
 
 }  // namespace whymiss::sim

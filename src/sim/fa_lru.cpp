@@ -1,5 +1,7 @@
 #include "sim/fa_lru.h"
 
+#include <utility>
+
 namespace whymiss::sim {
 
 FaLru::FaLru(uint64_t capacity_lines) : cap_(uint32_t(capacity_lines ? capacity_lines : 1)) {
@@ -14,10 +16,13 @@ FaLru::FaLru(uint64_t capacity_lines) : cap_(uint32_t(capacity_lines ? capacity_
 
 uint32_t FaLru::find(uint64_t line) const {
   const uint32_t fp = fp_of(line);
-  for (size_t i = home(fp);; i = (i + 1) & mask_) {
+  size_t i = home(fp);
+  for (size_t d = 0;; i = (i + 1) & mask_, ++d) {
     const Slot& s = table_[i];
     if (s.node == kNil) return kNil;
     if (s.fp == fp && nodes_[s.node].key == line) return s.node;
+    // Robin Hood order: past the slots of homes up to ours, the line cannot be further on.
+    if (dist(i, s.fp) < d) return kNil;
   }
 }
 
@@ -34,22 +39,38 @@ void FaLru::push_front(uint32_t n) {
   head_ = n;
 }
 
-void FaLru::table_erase(uint64_t line) {
+void FaLru::table_erase(uint64_t line, uint32_t n) {
   const uint32_t fp = fp_of(line);
   size_t i = home(fp);
-  while (table_[i].node == kNil || table_[i].fp != fp || nodes_[table_[i].node].key != line)
-    i = (i + 1) & mask_;
-  // Backward-shift deletion keeps every probe chain unbroken without tombstones.
-  for (size_t j = (i + 1) & mask_;; j = (j + 1) & mask_) {
-    if (table_[j].node == kNil) break;
-    size_t h = home(table_[j].fp);
-    bool between = (i <= j) ? (i < h && h <= j) : (i < h || h <= j);
-    if (!between) {
-      table_[i] = table_[j];
-      i = j;
-    }
+  while (table_[i].fp != fp || table_[i].node != n) i = (i + 1) & mask_;
+  // Backward shift: the displaced slots after the hole move back one, which keeps both the
+  // chains unbroken (no tombstones) and the Robin Hood order.
+  for (;;) {
+    const size_t j = (i + 1) & mask_;
+    const Slot& s = table_[j];
+    if (s.node == kNil || home(s.fp) == j) break;
+    table_[i] = s;
+    i = j;
   }
   table_[i].node = kNil;
+}
+
+void FaLru::table_insert(Slot cur) {
+  // Robin Hood: a slot goes to a line whose home is no later than its resident's, so every
+  // chain is sorted by home and a lookup stops at the first slot homed after its own.
+  size_t i = home(cur.fp);
+  for (size_t d = 0;; i = (i + 1) & mask_, ++d) {
+    Slot& s = table_[i];
+    if (s.node == kNil) {
+      s = cur;
+      return;
+    }
+    const size_t sd = dist(i, s.fp);
+    if (sd < d) {
+      std::swap(cur, s);
+      d = sd;
+    }
+  }
 }
 
 bool FaLru::access_slow(uint64_t line) {
@@ -64,13 +85,10 @@ bool FaLru::access_slow(uint64_t line) {
   } else {
     n = tail_;
     unlink(n);
-    table_erase(nodes_[n].key);
+    table_erase(nodes_[n].key, n);
   }
   nodes_[n].key = line;
-  const uint32_t fp = fp_of(line);
-  size_t i = home(fp);
-  while (table_[i].node != kNil) i = (i + 1) & mask_;
-  table_[i] = Slot{fp, n};
+  table_insert(Slot{fp_of(line), n});
   push_front(n);
   return false;
 }

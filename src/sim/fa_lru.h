@@ -1,6 +1,6 @@
 // A fully-associative LRU cache of line addresses: the shadow that separates capacity from
-// conflict misses. O(1) per access: open-addressing hash (linear probing, backward-shift
-// deletion) over an intrusive doubly-linked recency list. Not thread-safe.
+// conflict misses. O(1) per access: open-addressing hash (linear probing, Robin Hood order,
+// backward-shift deletion) over an intrusive doubly-linked recency list. Not thread-safe.
 //
 // Layout, for the big shadows (a 32 MiB level has 512 Ki lines) where every update is a host
 // cache miss: a table slot is 8 bytes (32-bit node index + the top 32 bits of the line's hash,
@@ -8,7 +8,10 @@
 // to read a node), and a node keeps its line and both links together (16 bytes), so reaching and
 // unlinking it costs one host line, not three arrays. Eight consecutive lines share a hash and
 // sit in consecutive slots (one host line of the table), so a streaming access pattern costs a
-// table miss per eight lines instead of one per line.
+// table miss per eight lines instead of one per line. Such runs of homes make long clusters;
+// Robin Hood order (each chain sorted by home) lets a lookup of an absent line stop after the
+// slots homed at or before its own, instead of walking to the end of the cluster: the absent
+// case is what the shadows of small levels see on almost every access.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -50,11 +53,14 @@ class FaLru {
     return (g & ~(7u << shift_)) | (uint32_t(line & 7) << shift_);
   }
   size_t home(uint32_t fp) const { return size_t(fp >> shift_); }
+  // How far slot i is from the home of the line it holds (fingerprint fp).
+  size_t dist(size_t i, uint32_t fp) const { return (i - home(fp)) & mask_; }
   bool access_slow(uint64_t line);
   uint32_t find(uint64_t line) const;
   void unlink(uint32_t n);
   void push_front(uint32_t n);
-  void table_erase(uint64_t line);
+  void table_insert(Slot s);
+  void table_erase(uint64_t line, uint32_t n);  // n: line's node
 
   uint32_t cap_;
   uint32_t size_ = 0;

@@ -206,9 +206,12 @@ struct Hierarchy::Impl {
         write_back_to_shared(v);
       }
     } else {
-      int64_t j = c.priv[l + 1]->find(v);  // present by inclusion
-      if (j >= 0) {
-        Entry& n = c.priv[l + 1]->entry(size_t(j));
+      // The next level holds the line where `below` says unless it evicted it since; then it
+      // cannot have refilled it elsewhere (it refills only on a miss here), so there is nothing
+      // to merge into. Same outcome as a lookup, without reading the set's fingerprints.
+      Cache& next = *c.priv[l + 1];
+      if (next.tag(e.below) == v) {
+        Entry& n = next.entry(e.below);
         n.mask |= e.mask;
         n.dirty |= e.dirty;
       }
@@ -216,12 +219,14 @@ struct Hierarchy::Impl {
     }
   }
 
-  size_t fill_private(CoreState& c, uint32_t cid, Shard& sh, size_t l, uint64_t line, Mesi st) {
+  // `below`: the line's index in level l + 1 (ignored for the last private level).
+  size_t fill_private(CoreState& c, uint32_t cid, Shard& sh, size_t l, uint64_t line, Mesi st,
+                      size_t below) {
     Cache& cl = *c.priv[l];
     size_t i = cl.fill_slot(cl.set_of(line));
     if (cl.tag(i) != kNone) evict_private(c, cid, sh, l, i);
     cl.set_tag(i, line);
-    cl.entry(i) = Entry{0, st, false};
+    cl.entry(i) = Entry{0, st, false, uint32_t(below)};
     cl.touch(i);
     return i;
   }
@@ -425,7 +430,7 @@ struct Hierarchy::Impl {
         set_state(c, line, st);
       }
       l1_idx = size_t(hit_idx);
-      for (size_t l = hit_level; l-- > 0;) l1_idx = fill_private(c, cid, sh, l, line, st);
+      for (size_t l = hit_level; l-- > 0;) l1_idx = fill_private(c, cid, sh, l, line, st, l1_idx);
     } else {
       bool others = snoop(cid, sh, line, gm, w, r);
       Mesi st = w ? Mesi::M : (others ? Mesi::S : Mesi::E);
@@ -435,7 +440,7 @@ struct Hierarchy::Impl {
         r.levels_reached = uint8_t(npriv + 1);
       }
       l1_idx = 0;
-      for (size_t l = npriv; l-- > 0;) l1_idx = fill_private(c, cid, sh, l, line, st);
+      for (size_t l = npriv; l-- > 0;) l1_idx = fill_private(c, cid, sh, l, line, st, l1_idx);
       if (!sh.departures.empty()) sh.departures.erase(line, cid);
     }
     Entry& e = l1.entry(l1_idx);

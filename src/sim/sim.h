@@ -64,7 +64,12 @@ struct Entry {
   uint64_t mask = 0;  // granules accessed by this holder since the line was filled here
   Mesi state = Mesi::I;
   bool dirty = false;
+  // Private levels but the last: the line's index in the next level when it was filled here
+  // (inclusion put it there). A hint, checked against that slot's tag before use: a middle
+  // level may have evicted the line since (only the last private level back-invalidates).
+  uint32_t below = 0;
 };
+static_assert(sizeof(Entry) == 16);
 
 // The line a core accessed last and its L1 entry, for callers with a hit path of their own (the
 // exact runtime checks it inline on every instrumented access; Hierarchy::access does the same).

@@ -444,6 +444,9 @@ std::vector<Config> configs() {
       {"128-byte lines", geo({{"L1", 2048, 4, 128}, {"L2", 8192, 8, 128}})},
       {"fully associative L1", geo({{"L1", 1024, 16, 64}, {"L2", 4096, 4, 64}})},
       {"12-way, 32-byte lines", geo({{"L1", 3 * 1024, 12, 32}, {"L2", 6 * 1024, 12, 32}})},
+      // More than 16 ways: the caches keep no fingerprint or rank rows (the other code paths).
+      {"24- and 32-way levels",
+       geo({{"L1", 1024, 2, 64}, {"L2", 3 * 1024, 24, 64}, {"L3", 8192, 32, 64}})},
   };
 }
 
