@@ -400,7 +400,9 @@ struct Hierarchy::Impl {
         // An L1 miss usually goes further: start loading what the next levels will look at
         // (their tags and shadow slots are host cache misses for big levels).
         for (size_t u = 1; u < npriv; ++u) c.priv[u]->prefetch(line), c.shadow[u]->prefetch(line);
-        first = c.seen.insert(line);
+        // A line the L1 shadow still holds was accessed by this core before (its first access
+        // missed and went through here): no need to ask the first-touch set.
+        first = !shadow_hit && c.seen.insert(line);
       }
       if (l + 1 == npriv && has_shared) {
         // The last private level missed too: start the shared level's loads together, so their
