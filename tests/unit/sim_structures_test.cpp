@@ -27,6 +27,16 @@ TEST(FaLru, EvictsLeastRecentlyUsed) {
   EXPECT_EQ(f.size(), 3u);
 }
 
+// A fully-associative LRU of `cap` keys as a list, most recent first: whether `key` hit.
+bool reference_access(std::deque<uint64_t>& ref, uint64_t key, uint64_t cap) {
+  auto it = std::find(ref.begin(), ref.end(), key);
+  const bool hit = it != ref.end();
+  if (hit) ref.erase(it);
+  ref.push_front(key);
+  if (ref.size() > cap) ref.pop_back();
+  return hit;
+}
+
 TEST(FaLru, MatchesReferenceOnRandomStreams) {
   for (uint64_t cap : {1u, 2u, 7u, 64u, 300u}) {
     FaLru f(cap);
@@ -36,12 +46,7 @@ TEST(FaLru, MatchesReferenceOnRandomStreams) {
     // probing and backward-shift deletion.
     for (int i = 0; i < 20000; ++i) {
       uint64_t key = (rng() % (cap * 3 + 2)) << (rng() % 2 ? 20 : 0);
-      auto it = std::find(ref.begin(), ref.end(), key);
-      bool want = it != ref.end();
-      if (want) ref.erase(it);
-      ref.push_front(key);
-      if (ref.size() > cap) ref.pop_back();
-      ASSERT_EQ(f.access(key), want) << "cap " << cap << " step " << i;
+      ASSERT_EQ(f.access(key), reference_access(ref, key, cap)) << "cap " << cap << " step " << i;
     }
     for (uint64_t k : ref) EXPECT_TRUE(f.contains(k));
     EXPECT_EQ(f.size(), ref.size());
@@ -65,12 +70,7 @@ TEST(FaLru, MatchesReferenceOnRunsAndScatter) {
       } else {
         key = rng() % (cap * 6);
       }
-      auto it = std::find(ref.begin(), ref.end(), key);
-      bool want = it != ref.end();
-      if (want) ref.erase(it);
-      ref.push_front(key);
-      if (ref.size() > cap) ref.pop_back();
-      ASSERT_EQ(f.access(key), want) << "cap " << cap << " step " << i;
+      ASSERT_EQ(f.access(key), reference_access(ref, key, cap)) << "cap " << cap << " step " << i;
       if (i % 5000 == 0) {
         for (uint64_t k = 0; k < cap * 6; ++k)
           ASSERT_EQ(f.contains(k), std::find(ref.begin(), ref.end(), k) != ref.end())
