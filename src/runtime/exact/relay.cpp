@@ -35,6 +35,8 @@ struct State {
   std::atomic<bool> running{false};
   std::atomic<bool> stop{false};
   std::atomic<bool> done{false};
+  std::atomic<bool> abandon{false};
+  uint64_t leftover = 0;  // written by the relay before `done`
   // Lanes in enrolment order; the relay keeps its own dense list of the open ones.
   std::atomic<uint32_t> enrolled{0};
   std::atomic<Lane*> lanes[kMaxLanes] = {};
@@ -74,7 +76,6 @@ class Waiter {
 };
 
 void retire(Lane* lane) {
-  if (lane->stat_fd >= 0) close(lane->stat_fd);
   s.client.retire(lane->owner);
   munmap(lane->ring, sizeof(AccessRing));
 }
@@ -92,19 +93,21 @@ uint64_t now_us() {
 constexpr uint64_t kLiveWaitUs = 1000;
 constexpr uint64_t kStateCheckUs = 20;  // a first look after this long, then this often * 4
 
-// Whether the lane's thread is running or runnable ('R' in /proc/self/task/TID/stat). Unknown
-// (unreadable) counts as runnable: the wait stays bounded by kLiveWaitUs.
+// Whether the lane's thread is running or runnable ('R' in /proc/self/task/TID/stat). A thread
+// that is gone (it exited without closing its lane, e.g. by a raw SYS_exit) is not. Unknown (no
+// /proc) counts as runnable: the waits stay bounded, and back off (see round). The file is opened
+// per look, not kept: held fds would count against the program's limit, and a program that
+// closes fds it does not own could hand the number to something else.
 bool runnable(Lane* lane) {
-  if (lane->stat_fd == -1) {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", lane->tid);
-    lane->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (lane->stat_fd < 0) lane->stat_fd = -2;
-  }
-  if (lane->stat_fd < 0) return true;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", lane->tid);
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno != ENOENT && errno != ESRCH;
   char buf[256];
-  const ssize_t n = pread(lane->stat_fd, buf, sizeof buf - 1, 0);
-  if (n <= 0) return true;
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  const int err = errno;
+  close(fd);
+  if (n <= 0) return err != ESRCH;
   buf[n] = '\0';
   const char* p = strrchr(buf, ')');  // the command name may contain anything but ends there
   return p == nullptr || p[1] != ' ' || p[2] == 'R';
@@ -157,8 +160,11 @@ bool round(Lane** open, uint32_t* nopen, Lane** only) {
   for (uint32_t i = 0; i < *nopen;) {
     Lane* lane = open[i];
     AccessRecord r;
-    if (lane->ring->pop(&r) || (*nopen > 1 && worth_waiting(lane) && wait_for(lane, &r))) {
+    bool waited = false;
+    if (lane->ring->pop(&r) ||
+        (*nopen > 1 && worth_waiting(lane) && (waited = true) && wait_for(lane, &r))) {
       lane->live = true;
+      lane->backoff_us = 0;
       s.client.simulate(lane->owner, r);
       lane->ring->done();
       any = true;
@@ -167,6 +173,14 @@ bool round(Lane** open, uint32_t* nopen, Lane** only) {
       continue;
     }
     lane->live = false;
+    if (waited) {
+      // Runnable (or unknown) but dry for a whole wait: busy outside instrumented code, or not
+      // readable. Skip it for a while, longer each time, so it costs a fraction of a wait per
+      // round instead of a wait per round.
+      lane->backoff_us = lane->backoff_us ? (lane->backoff_us < 64000 ? lane->backoff_us * 2 : 64000)
+                                          : kLiveWaitUs;
+      lane->asleep_until_us = now_us() + lane->backoff_us;
+    }
     lane->ring->publish();
     // closing is stored after the owner's last push: seeing it, an empty ring stays empty.
     if (lane->closing.load(std::memory_order_acquire) && !lane->ring->pending()) {
@@ -197,13 +211,15 @@ bool others_pending(Lane** open, uint32_t nopen, uint32_t seen, Lane* except) {
 
 // Takes the simulator back from a solo owner. After the membarrier, an owner access that did not
 // see the grant cleared has its busy flag visible here; waiting for it to clear ends that access.
-void revoke(Lane* lane) {
+bool revoke(Lane* lane) {
   g_solo.store(nullptr, std::memory_order_seq_cst);
   syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
   for (unsigned n = 0; lane->busy.load(std::memory_order_acquire) != 0; ++n) {
+    if (s.abandon.load(std::memory_order_acquire)) return false;
     if (n < 256) __builtin_ia32_pause();
     else sched_yield();
   }
+  return true;
 }
 
 void* relay_main(void*) {
@@ -219,6 +235,7 @@ void* relay_main(void*) {
   uint32_t sole_rounds = 0;
   uint64_t sole_since_us = 0;
   for (unsigned idle = 0;;) {
+    if (s.abandon.load(std::memory_order_acquire)) break;
     const uint32_t n = s.enrolled.load(std::memory_order_acquire);
     while (seen < n) {
       Lane* lane = s.lanes[seen].load(std::memory_order_acquire);
@@ -231,7 +248,7 @@ void* relay_main(void*) {
       // needs the simulator.
       if (s.stop.load(std::memory_order_acquire) || lent->closing.load(std::memory_order_acquire) ||
           others_pending(open, nopen, seen, lent)) {
-        revoke(lent);
+        if (!revoke(lent)) break;  // abandoned
         sole = nullptr;
         sole_rounds = 0;
         continue;
@@ -250,7 +267,7 @@ void* relay_main(void*) {
         idle = 0;
         if (only != nullptr && only == sole) {
           if (++sole_rounds % kSoloCheckRounds == 0 && g_membarrier &&
-              now_us() - sole_since_us >= kSoloAfterUs) {
+              !s.stop.load(std::memory_order_relaxed) && now_us() - sole_since_us >= kSoloAfterUs) {
             g_solo.store(only, std::memory_order_release);
             sole_rounds = 0;
           }
@@ -281,6 +298,10 @@ void* relay_main(void*) {
     }
     g_relay_sleeping.store(0, std::memory_order_relaxed);
     idle = 0;
+  }
+  for (uint32_t i = 0; i < nopen; ++i) {
+    open[i]->ring->publish();
+    s.leftover += open[i]->ring->produced() - open[i]->ring->consumed();
   }
   s.done.store(true, std::memory_order_release);
   return nullptr;
@@ -354,9 +375,9 @@ void push_slow(Lane* lane, const AccessRecord& r) noexcept {
   errno = saved;
 }
 
-void fence(Lane* lane) noexcept {
+bool fence(Lane* lane) noexcept {
   const uint64_t want = lane->ring->produced();
-  if (lane->ring->consumed() >= want) return;
+  if (lane->ring->consumed() >= want) return true;
   const int saved = errno;
   Waiter w;
   while (lane->ring->consumed() < want) {
@@ -364,6 +385,18 @@ void fence(Lane* lane) noexcept {
     w.wait(lane);
   }
   errno = saved;
+  return lane->ring->consumed() >= want;
+}
+
+void abandon() noexcept {
+  s.abandon.store(true, std::memory_order_release);
+  s.stop.store(true, std::memory_order_release);
+  wake();
+}
+
+uint64_t leftover() noexcept {
+  return s.done.load(std::memory_order_acquire) && !s.abandon.load(std::memory_order_relaxed)
+             ? s.leftover : 0;
 }
 
 bool stop(unsigned timeout_ms) noexcept {

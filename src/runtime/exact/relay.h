@@ -34,8 +34,9 @@ struct Lane {
   int tid = 0;                      // the owner's kernel thread id
   std::atomic<uint8_t> busy{0};     // owner: set around an access it simulates inline (solo)
   bool live = false;                // relay thread only: delivered in its last round
-  int stat_fd = -1;                 // relay thread only: /proc/self/task/TID/stat, -2 = unreadable
-  uint64_t asleep_until_us = 0;     // relay thread only: found asleep; not looked at before this
+  uint64_t asleep_until_us = 0;     // relay thread only: not waited for before this
+  uint64_t backoff_us = 0;          // relay thread only: the next wait that finds it dry skips it
+                                    // this long (doubling while it stays dry)
 };
 
 struct Client {
@@ -57,11 +58,18 @@ void close_lane(Lane* lane) noexcept;
 inline void push(Lane* lane, const AccessRecord& r) noexcept;
 // Owner thread: waits until every access it pushed has been simulated (before its heap objects
 // change identity, so that each access is charged to the object it touched). Preserves errno.
-void fence(Lane* lane) noexcept;
+// Returns false when it gave up (recording stopped) with accesses still unsimulated.
+bool fence(Lane* lane) noexcept;
 
 // Drains every ring and stops the relay thread; waits at most timeout_ms. Returns whether the
 // relay stopped (false: it is still running, e.g. blocked on a lock a crashed thread held).
 bool stop(unsigned timeout_ms) noexcept;
+// Stops the relay without simulating anything more: for a finish() that interrupted the calling
+// thread's own inline (solo) access, which the relay would otherwise wait for forever. Returns
+// at once; the relay leaves the simulator alone from then on.
+void abandon() noexcept;
+// After stop() returned true: accesses pushed but never simulated (recording stopped first).
+uint64_t leftover() noexcept;
 
 // ---- inline parts ----
 void push_slow(Lane* lane, const AccessRecord& r) noexcept;

@@ -99,6 +99,7 @@ struct Global {
   std::atomic<bool> attached_unhooked{false};  // a thread not started by our pthread_create
   // The relay runs: only its thread touches the simulator, which then needs no locks.
   bool relay_mode = false;
+  std::atomic<bool> written{false};  // the profile is on disk (see finish)
   uint32_t policy = 0, inclusive = 1;
   char output[4096] = {};
   char command[4096] = {};
@@ -110,6 +111,7 @@ thread_local ThreadState* t_state __attribute__((tls_model("initial-exec"))) = n
 thread_local bool t_in_runtime __attribute__((tls_model("initial-exec"))) = false;
 thread_local bool t_unrecorded __attribute__((tls_model("initial-exec"))) = false;  // refused for good
 thread_local uint32_t t_preassigned __attribute__((tls_model("initial-exec"))) = 0;  // index + 1
+thread_local bool t_finishing __attribute__((tls_model("initial-exec"))) = false;  // in finish()
 
 uint64_t now_ns() {
   timespec ts;
@@ -414,14 +416,20 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
     return;
   }
   if (t->relayed) {
-    if (t->lane.ring == nullptr || t->lane.closing.load(std::memory_order_relaxed) ||
-        g.state.load(std::memory_order_relaxed) != kRecording)
+    if (g.state.load(std::memory_order_relaxed) != kRecording) return;
+    if (t->lane.ring == nullptr || t->lane.closing.load(std::memory_order_relaxed)) {
+      g.dropped_accesses.fetch_add(1, std::memory_order_relaxed);  // no lane, or after its exit
       return;
-    if (relay::solo() == &t->lane) {  // lent the simulator: first let the relay finish ours
-      relay::fence(&t->lane);
+    }
+    // Lent the simulator: simulate inline, once the relay has finished what we pushed (a fence
+    // that gave up means recording is stopping: the relay may still be in our ring).
+    if (relay::solo() == &t->lane && relay::fence(&t->lane)) {
       t->memo = g.sim->hit_memo(t->core);
       return solo_access(t, ret, addr, size, write);
     }
+    // Not lent (any more): a memo left from a revoked loan must not outlive this push, or the
+    // next on_access could simulate inline while the relay still drains our ring.
+    t->memo = nullptr;
     relay::push(&t->lane, AccessRecord{ret, addr, size, write});
     return;
   }
@@ -502,13 +510,33 @@ void drop_hit_path() {
 
 void finish(int term_signal) {
   int expected = kRecording;
-  if (!g.state.compare_exchange_strong(expected, kFinished)) return;
+  const bool nested = t_finishing;  // a signal interrupted this thread's own finish
+  t_finishing = true;
+  if (!g.state.compare_exchange_strong(expected, kFinished)) {
+    // Another thread is writing the profile (a signal on a second thread, or exit() racing a
+    // signal): returning would let the caller die by its signal before the profile is on disk.
+    if (expected == kFinished && !nested) {
+      const timespec step{0, 1000 * 1000};
+      for (int i = 0; i < 10000 && !g.written.load(std::memory_order_acquire); ++i)
+        nanosleep(&step, nullptr);
+    }
+    return;
+  }
   drop_hit_path();
   if (getpid() != g.pid) return;
   Inside in;
   // Everything already pushed is simulated before the tables are read. Bounded: the relay may be
   // stuck on a heap lock held by a thread that died mid-hook (then its last accesses are lost).
-  if (g.relay_mode && !relay::on_relay_thread()) relay::stop(5000);
+  // Not when this thread was interrupted inside its own inline (solo) access: the relay would
+  // wait for that access to end, which cannot happen before we return.
+  if (g.relay_mode && !relay::on_relay_thread()) {
+    ThreadState* self = t_state;
+    if (self != nullptr && self->relayed && self->lane.busy.load(std::memory_order_acquire)) {
+      relay::abandon();
+    } else if (relay::stop(5000)) {
+      g.dropped_accesses.fetch_add(relay::leftover(), std::memory_order_relaxed);
+    }
+  }
   // Let accesses in flight on other threads complete before their tables are read.
   if (g.membarrier_ok) syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
   uint32_t nthreads = std::min(g.next_index.load(), kMaxThreads);
@@ -600,6 +628,7 @@ void finish(int term_signal) {
       {profile::Section::Sites, sizeof(profile::SiteRecord), nsites, sites},
   };
   profile::write_profile_sections(g.output, s, sizeof s / sizeof s[0]);
+  g.written.store(true, std::memory_order_release);
 }
 
 __attribute__((destructor(101))) void runtime_dtor() { finish(0); }
