@@ -193,8 +193,7 @@ void init() {
   // Threads created before we started (from other constructors): the relay from the start, or
   // failing that, locks.
   const bool threaded = has_other_threads();
-  g.relay_mode = threaded && start_relay();
-  k.concurrent = threaded && !g.relay_mode;
+  k.concurrent = threaded;
   g.concurrent.store(threaded, std::memory_order_relaxed);
   auto h = sim::Hierarchy::create(geo, k);
   if (!h) {
@@ -202,6 +201,8 @@ void init() {
     return;
   }
   g.sim = h.value().release();
+  g.relay_mode = threaded && start_relay();
+  if (g.relay_mode) g.sim->set_concurrent(false);  // the relay is the simulator's only caller
   g.nlevels = geo.levels.size();
   while ((1u << g.line_shift) < geo.line()) ++g.line_shift;
   g.l1_sets = geo.levels[0].sets();
