@@ -53,11 +53,15 @@ class AccessRing {
     ++next_;
     return true;
   }
-  void done() noexcept {
-    if ((next_ & (kPublishEvery - 1)) == 0) tail_.store(next_, std::memory_order_release);
+  // Returns whether it published. Publishing is a full barrier (seq_cst store), so that a
+  // producer that announced it sleeps before looking at the room (see relay.cpp) is seen.
+  bool done() noexcept {
+    if ((next_ & (kPublishEvery - 1)) != 0) return false;
+    tail_.store(next_, std::memory_order_seq_cst);
+    return true;
   }
   void publish() noexcept {
-    if (tail_.load(std::memory_order_relaxed) != next_) tail_.store(next_, std::memory_order_release);
+    if (tail_.load(std::memory_order_relaxed) != next_) tail_.store(next_, std::memory_order_seq_cst);
   }
   // Records pushed and not yet popped, as the consumer last saw the producer.
   bool pending() noexcept {

@@ -33,6 +33,8 @@ struct Lane {
   void* owner = nullptr;            // handed to the client callbacks
   int tid = 0;                      // the owner's kernel thread id
   std::atomic<uint8_t> busy{0};     // owner: set around an access it simulates inline (solo)
+  std::atomic<int> sleeping{0};     // owner: asleep (futex) on a full ring until the relay drains
+                                    // half of it
   bool live = false;                // relay thread only: delivered in its last round
   uint64_t asleep_until_us = 0;     // relay thread only: not waited for before this
   uint64_t backoff_us = 0;          // relay thread only: the next wait that finds it dry skips it
