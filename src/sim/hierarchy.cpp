@@ -131,10 +131,7 @@ struct Hierarchy::Impl {
   }
 
   uint64_t granule_mask(uint64_t addr, uint64_t len) const {
-    uint64_t off = addr & ((uint64_t(1) << line_shift) - 1);
-    uint64_t first = off >> granule_shift, last = (off + len - 1) >> granule_shift;
-    uint64_t n = last - first + 1;
-    return (n >= 64 ? ~uint64_t(0) : ((uint64_t(1) << n) - 1)) << first;
+    return sim::granule_mask(addr, len, line_shift, granule_shift);
   }
 
   void count(Shard& sh, size_t level, Outcome o, bool w) {

@@ -71,6 +71,16 @@ struct Entry {
 };
 static_assert(sizeof(Entry) == 16);
 
+// The granules (bits of a 64-bit mask) that `len` >= 1 bytes at `addr` touch in their line;
+// granule = 2^granule_shift bytes, line = 2^line_shift bytes (see the file comment).
+inline uint64_t granule_mask(uint64_t addr, uint64_t len, unsigned line_shift,
+                             unsigned granule_shift) {
+  const uint64_t off = addr & ((uint64_t(1) << line_shift) - 1);
+  const uint64_t first = off >> granule_shift, last = (off + len - 1) >> granule_shift;
+  const uint64_t n = last - first + 1;
+  return (n >= 64 ? ~uint64_t(0) : ((uint64_t(1) << n) - 1)) << first;
+}
+
 // The line a core accessed last and its L1 entry, for callers with a hit path of their own (the
 // exact runtime checks it inline on every instrumented access; Hierarchy::access does the same).
 // Contract: only while the simulator is not concurrent (then only the calling thread touches the
@@ -90,12 +100,6 @@ struct HitMemo {
   std::atomic<uint64_t> hits[2] = {};
   static constexpr uint64_t kNoTag = kNoLine - 1;  // never equal to `line`: no memo, no hit
 
-  uint64_t granules(uint64_t addr, uint32_t size) const {
-    const uint64_t off = addr & ((uint64_t(1) << line_shift) - 1);
-    const uint64_t first = off >> granule_shift, last = (off + size - 1) >> granule_shift;
-    const uint64_t n = last - first + 1;
-    return (n >= 64 ? ~uint64_t(0) : ((uint64_t(1) << n) - 1)) << first;
-  }
   void bump(bool write) {
     hits[write].store(hits[write].load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
@@ -105,7 +109,8 @@ struct HitMemo {
     if (off >= line_bytes || off + size > line_bytes || *tag != line) return false;
     Entry& e = *entry;
     if (write && e.state != Mesi::M) return false;
-    e.mask |= granule_shift == 0 ? ((uint64_t(2) << (size - 1)) - 1) << off : granules(addr, size);
+    e.mask |= granule_shift == 0 ? ((uint64_t(2) << (size - 1)) - 1) << off
+                                 : granule_mask(addr, size, line_shift, granule_shift);
     e.dirty |= write;
     bump(write);
     return true;

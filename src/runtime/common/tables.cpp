@@ -44,14 +44,13 @@ bool grow_pair(uint32_t*& slots, uint32_t& cap, Rec*& recs, uint32_t n, uint32_t
 }  // namespace
 
 profile::InstructionRecord* IpTable::insert(uint64_t ip) noexcept {
-  if (n_ == rcap_ &&
-      !grow_pair(slots_, cap_, recs_, n_, rcap_, [](const profile::InstructionRecord& r) { return r.ip; })) {
-    ++dropped_;
-    return nullptr;
-  }
-  if (recs_ != hot_recs_) {  // grown: the cached pointers are stale
-    forget_hot();
-    hot_recs_ = recs_;
+  if (n_ == rcap_) {
+    if (!grow_pair(slots_, cap_, recs_, n_, rcap_,
+                   [](const profile::InstructionRecord& r) { return r.ip; })) {
+      ++dropped_;
+      return nullptr;
+    }
+    forget_hot();  // the records moved: the cached pointers are stale
   }
   profile::InstructionRecord* r = &recs_[n_];
   std::memset(r, 0, sizeof *r);
@@ -91,7 +90,6 @@ void IpTable::forget_hot() noexcept {
 
 void IpTable::release() noexcept {
   forget_hot();
-  hot_recs_ = nullptr;
   if (recs_) private_free(recs_);
   if (slots_) private_free(slots_);
   recs_ = nullptr;

@@ -61,7 +61,6 @@ class IpTable {
   };
   static constexpr uint32_t kHot = 64;
   Hot hot_[kHot] = {};
-  const profile::InstructionRecord* hot_recs_ = nullptr;  // recs_ when hot_ was last valid
 
   uint32_t* slots_ = nullptr;  // 1-based index into recs_, 0 = empty
   uint32_t cap_ = 0;           // slots, power of two, at least 2 * rcap_

@@ -58,13 +58,13 @@ bool g_membarrier = false;  // registered: solo grants are possible
 constexpr uint64_t kSoloAfterUs = 50 * 1000;
 constexpr uint32_t kSoloCheckRounds = 4096;
 
-// A program thread waiting for the relay (room in its ring, or its accesses simulated): spins
-// briefly, then yields, so that the other program threads get the cores (with more runnable
-// threads than cores, a spinning producer would keep another one's ring dry, and the relay
-// would have only some threads' accesses to interleave). Never sleeps, for the same reason.
+// A program thread waiting in fence() for the relay to simulate its accesses: spins briefly,
+// then yields, so that the other program threads get the cores (with more runnable threads than
+// cores, a spinning thread would keep another one's ring dry, and the relay would have only some
+// threads' accesses to interleave).
 class Waiter {
  public:
-  void wait(Lane*) {
+  void wait() {
     if (g_relay_sleeping.load(std::memory_order_relaxed)) wake();
     if (g_one_cpu || ++n_ > kSpins) sched_yield();
     else __builtin_ia32_pause();
@@ -202,13 +202,8 @@ bool round(Lane** open, uint32_t* nopen, Lane** only) {
   return any;
 }
 
-bool anything_pending(Lane** open, uint32_t nopen) {
-  for (uint32_t i = 0; i < nopen; ++i)
-    if (open[i]->ring->pending() || open[i]->closing.load(std::memory_order_acquire)) return true;
-  return false;
-}
-
-// Whether a lane other than `except` has work for the simulator, or a thread arrived.
+// Whether a lane other than `except` (nullptr: any) has work for the simulator, or a thread
+// arrived.
 bool others_pending(Lane** open, uint32_t nopen, uint32_t seen, Lane* except) {
   if (s.enrolled.load(std::memory_order_acquire) != seen) return true;
   for (uint32_t i = 0; i < nopen; ++i) {
@@ -300,8 +295,7 @@ void* relay_main(void*) {
     // Sleep until a push wakes us; the timeout covers a wake-up lost to the unfenced check in
     // push() (the producer's store of its head and its load of the flag may pass each other).
     g_relay_sleeping.store(1, std::memory_order_seq_cst);
-    if (!anything_pending(open, nopen) && !s.stop.load(std::memory_order_seq_cst) &&
-        s.enrolled.load(std::memory_order_seq_cst) == seen) {
+    if (!others_pending(open, nopen, seen, nullptr) && !s.stop.load(std::memory_order_seq_cst)) {
       const timespec ts{0, 2 * 1000 * 1000};
       futex(&g_relay_sleeping, FUTEX_WAIT_PRIVATE, 1, &ts);
     }
@@ -406,7 +400,7 @@ bool fence(Lane* lane) noexcept {
   Waiter w;
   while (lane->ring->consumed() < want) {
     if (!recording() || s.done.load(std::memory_order_relaxed)) break;
-    w.wait(lane);
+    w.wait();
   }
   errno = saved;
   return lane->ring->consumed() >= want;

@@ -24,6 +24,7 @@
 
 #include "model/profile.h"
 #include "runtime/common/heap.h"
+#include "runtime/common/inside.h"
 #include "runtime/common/run_env.h"
 #include "runtime/common/profile_strings.h"
 #include "runtime/common/runtime_state.h"
@@ -119,18 +120,8 @@ uint64_t now_ns() {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-// Scoped "inside the runtime" flag, restoring errno on the way out.
-class Inside {
- public:
-  Inside() : was_(t_in_runtime), errno_(errno) { t_in_runtime = true; }
-  ~Inside() {
-    t_in_runtime = was_;
-    errno = errno_;
-  }
-
- private:
-  bool was_;
-  int errno_;
+struct Inside : InsideScope {
+  Inside() : InsideScope(t_in_runtime) {}
 };
 
 
@@ -364,6 +355,17 @@ __attribute__((noinline)) void record_misses(ThreadState* t, InstructionRecord* 
   }
 }
 
+// What Inside does, for the access paths: t_in_runtime is known to be down, and errno lives at
+// t->errno_loc, so no __errno_location calls.
+template <typename F>
+inline void inside(ThreadState* t, F&& f) {
+  const int saved_errno = *t->errno_loc;
+  t_in_runtime = true;
+  f();
+  t_in_runtime = false;
+  *t->errno_loc = saved_errno;
+}
+
 inline void record(ThreadState* t, uint64_t ip, uint64_t addr, uint32_t size, bool write) {
   const bool l1_hit = g.sim->access(t->core, addr, size, write, t->result);
   t->accesses++;
@@ -386,11 +388,7 @@ __attribute__((noinline)) void solo_access(ThreadState* t, uintptr_t ret, uintpt
       t->accesses++;
       s->accesses[write]++;
     } else if (!t_in_runtime && size != 0 && g.state.load(std::memory_order_relaxed) == kRecording) {
-      const int saved_errno = *t->errno_loc;
-      t_in_runtime = true;
-      record(t, ret ? ret - 1 : 0, addr, size, write);
-      t_in_runtime = false;
-      *t->errno_loc = saved_errno;
+      inside(t, [&] { record(t, ret ? ret - 1 : 0, addr, size, write); });
     }
     t->lane.busy.store(0, std::memory_order_release);
     return;
@@ -437,13 +435,7 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
   t->busy.store(1, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);  // paired with membarrier in finish()
   if (g.state.load(std::memory_order_relaxed) == kRecording) {
-    // What Inside does, without two __errno_location calls per access: t_in_runtime was false
-    // (checked above), and errno lives at a fixed per-thread address.
-    const int saved_errno = *t->errno_loc;
-    t_in_runtime = true;
-    record(t, ret ? ret - 1 : 0, addr, size, write);
-    t_in_runtime = false;
-    *t->errno_loc = saved_errno;
+    inside(t, [&] { record(t, ret ? ret - 1 : 0, addr, size, write); });
   }
   t->busy.store(0, std::memory_order_release);
 }
@@ -460,11 +452,7 @@ __attribute__((noinline)) void access_rest(uintptr_t ip, uintptr_t addr, uint32_
       t->accesses++;
       s->accesses[write]++;
       if (g.sim->access(t->core, addr, size, write, t->result)) return;
-      const int saved_errno = *t->errno_loc;
-      t_in_runtime = true;
-      record_misses(t, s, at, addr, write);
-      t_in_runtime = false;
-      *t->errno_loc = saved_errno;
+      inside(t, [&] { record_misses(t, s, at, addr, write); });
       return;
     }
   }

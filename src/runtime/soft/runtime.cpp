@@ -39,6 +39,7 @@
 
 #include "model/geometry.h"
 #include "runtime/common/heap.h"
+#include "runtime/common/inside.h"
 #include "runtime/common/run_env.h"
 #include "runtime/common/runtime_state.h"
 #include "runtime/common/signal_guard.h"
@@ -74,18 +75,8 @@ thread_local bool t_in_runtime __attribute__((tls_model("initial-exec"))) = fals
 thread_local uint32_t t_preassigned __attribute__((tls_model("initial-exec"))) = 0;
 thread_local bool t_collector __attribute__((tls_model("initial-exec"))) = false;
 
-// Scoped "inside the runtime" flag (own allocations go to the private heap), errno preserved.
-class Inside {
- public:
-  Inside() : was_(t_in_runtime), errno_(errno) { t_in_runtime = true; }
-  ~Inside() {
-    t_in_runtime = was_;
-    errno = errno_;
-  }
-
- private:
-  bool was_;
-  int errno_;
+struct Inside : InsideScope {
+  Inside() : InsideScope(t_in_runtime) {}
 };
 
 pid_t gettid_raw() { return pid_t(syscall(SYS_gettid)); }
