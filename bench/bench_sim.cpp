@@ -8,7 +8,8 @@
 // Time is the thread's CPU time, not wall time, so that other processes sharing the machine
 // (builds on a 2-core VM) distort the numbers less; they still compete for caches.
 // --only TEXT runs only the traces whose name contains TEXT (for profiling one of them).
-//   bench_sim [--reps N] [--n ACCESSES] [--miss-n ACCESSES] [--only TEXT]
+// --locks N runs lock modes 0..N only (0: none, the single-threaded case).
+//   bench_sim [--reps N] [--n ACCESSES] [--miss-n ACCESSES] [--only TEXT] [--locks N]
 #include <time.h>
 
 #include <algorithm>
@@ -109,10 +110,12 @@ int main(int argc, char** argv) {
   int reps = 3;
   size_t n = 20'000'000, miss_n = 0;
   const char* only = "";
+  int max_locks = 2;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--reps")) reps = std::max(1, std::atoi(argv[i + 1]));
     else if (!std::strcmp(argv[i], "--n")) n = std::max<size_t>(1000, std::strtoull(argv[i + 1], nullptr, 10));
     else if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--locks")) max_locks = std::min(2, std::max(0, std::atoi(argv[i + 1])));
     else if (!std::strcmp(argv[i], "--miss-n")) miss_n = std::max<size_t>(1000, std::strtoull(argv[i + 1], nullptr, 10));
   }
   if (miss_n == 0) miss_n = std::max<size_t>(1000, n / 10);
@@ -120,7 +123,7 @@ int main(int argc, char** argv) {
   std::printf("|---|---|---|---|---|---|\n");
   for (const Case& c : make_cases(n, miss_n)) {
     if (!std::strstr(c.name, only)) continue;
-    for (int locks : {0, 1, 2}) {
+    for (int locks = 0; locks <= max_locks; ++locks) {
       std::vector<double> r;
       double hit = 0;
       for (int i = 0; i < reps; ++i) r.push_back(run_once(c, locks, &hit) / 1e6);

@@ -31,10 +31,14 @@
 #include "runtime/common/signal_guard.h"
 #include "runtime/common/tables.h"
 #include "runtime/exact/access_sink.h"
+#include "runtime/exact/hit_path.h"
 #include "runtime/exact/relay.h"
 #include "sim/sim.h"
 
 namespace whymiss::rt {
+
+constinit thread_local HitPath t_hit __attribute__((tls_model("initial-exec")));
+
 namespace {
 
 using profile::InstructionRecord;
@@ -243,6 +247,7 @@ ThreadState* attach_thread() {
     }
   } else if (!g.concurrent.load(std::memory_order_acquire)) {
     t->memo = g.sim->hit_memo(t->core);
+    t_hit = HitPath{t->memo, &t->ips, &t->accesses};  // (t becomes t_state below)
   }
   g.core_owner[t->core].store(index, std::memory_order_relaxed);
   g.threads[index].store(t, std::memory_order_release);
@@ -478,6 +483,7 @@ bool start_relay() {
   Inside in;
   if (!relay::start(relay::Client{relay_simulate, relay_retire})) return false;
   if (ThreadState* self = t_state) {
+    t_hit = HitPath{};
     self->memo = nullptr;
     self->relayed = true;
     if (!relay::open_lane(&self->lane, self, int(self->tid))) g.unrecorded_threads.fetch_add(1);
@@ -494,6 +500,7 @@ T* alloc_array(size_t n) {
 
 // This thread stops using the simulator's memo directly (see ThreadState::memo).
 void drop_hit_path() {
+  t_hit = HitPath{};
   if (ThreadState* t = t_state) t->memo = nullptr;
 }
 
@@ -633,26 +640,12 @@ void after_fork_child() {
 
 // ---- the sink the compiler-facing ABI layer calls ----
 void on_access(uintptr_t ip, uintptr_t addr, uint32_t size, bool write) noexcept {
-  // The hit path, while the process has one thread: an access to the line this thread touched
-  // last, by a recently seen instruction, with enough rights, changes only counters and the
-  // line's granule mask (HitMemo). No busy flag, no errno, no allocation: nothing here can fail
-  // or re-enter. Everything else is a tail call, so this function needs no saved registers.
-  // No t_in_runtime check: every path that changes the simulator runs inside on_access, which
-  // the ABI layer never re-enters on a thread, so a hit taken here (say by a signal handler that
-  // interrupted a malloc hook) never meets a half-done simulator update.
+  // The hit path (an access to the line this thread touched last, while the process has one
+  // thread) was already tried inline by the ABI entry (hit_path.h). Here: a thread the relay lent
+  // the simulator to, or everything else, as a tail call.
   ThreadState* t = t_state;
-  if (__builtin_expect(t != nullptr, 1)) {
-    sim::HitMemo* m = t->memo;
-    if (m != nullptr) {
-      if (t->relayed) return solo_access(t, ip, addr, size, write);
-      InstructionRecord* s = t->ips.find_hot(ip - 1);
-      if (s && m->try_hit(addr, size, write)) {
-        t->accesses++;
-        s->accesses[write]++;
-        return;
-      }
-    }
-  }
+  if (__builtin_expect(t != nullptr, 1) && t->memo != nullptr && t->relayed)
+    return solo_access(t, ip, addr, size, write);
   access_rest(ip, addr, size, write);
 }
 

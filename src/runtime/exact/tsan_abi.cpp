@@ -12,6 +12,9 @@
 // initialisation flags (see __tsan_init) and a table of spin locks used solely for misaligned
 // 16-byte atomics.
 #include "runtime/exact/access_sink.h"
+#ifdef WHYMISS_EXACT_HIT_PATH
+#include "runtime/exact/hit_path.h"  // the exact runtime's own build: its hit path, inline
+#endif
 
 #include <cstddef>
 #include <cstdint>
@@ -46,7 +49,10 @@ __attribute__((always_inline)) inline void report_access(uintptr_t ip, const vol
   if (t_in_sink != 0) return;
   t_in_sink = 1;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);  // compiler barrier: a signal handler sees the flag
-  on_access(ip, reinterpret_cast<uintptr_t>(addr), size, write);
+#ifdef WHYMISS_EXACT_HIT_PATH
+  if (!whymiss::rt::take_hit(ip, reinterpret_cast<uintptr_t>(addr), size, write))
+#endif
+    on_access(ip, reinterpret_cast<uintptr_t>(addr), size, write);
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   t_in_sink = 0;
 }
