@@ -357,11 +357,28 @@ struct Hierarchy::Impl {
     return true;
   }
 
-  // l1_checked: the caller already ran l1_hit for this (one-line) access and it said no.
-  bool access_general(uint32_t core, uint64_t addr, uint32_t size, bool write, AccessResult& res,
-                      bool l1_checked);
+  // A one-line access that l1_hit turned down, when not concurrent: access_general's work
+  // without its loop, locks and whole-result zeroing (only the fields access_line does not
+  // always set are cleared; lines[1] is left as it was, nlines says it is not part of the result).
+  __attribute__((noinline)) bool miss_one_line(CoreState& c, uint32_t cid, uint64_t line,
+                                               uint64_t gm, bool w, AccessResult& res) {
+    Shard& sh = shards[line & shard_mask];
+    sh.counters.accesses++;
+    res.nlines = 1;
+    LineResult& r = res.lines[0];
+    r.level = {};
+    r.upgrade = 0;
+    r.invalidated = 0;
+    r.writer_core = 0;
+    r.writer_mask = 0;
+    r.tenure_mask = 0;
+    access_line(c, cid, sh, line, gm, w, r);
+    return false;
+  }
 
-  void access_line(CoreState& c, uint32_t cid, Shard& sh, uint64_t line, uint64_t gm, bool w,
+  bool access_general(uint32_t core, uint64_t addr, uint32_t size, bool write, AccessResult& res);
+
+  __attribute__((noinline)) void access_line(CoreState& c, uint32_t cid, Shard& sh, uint64_t line, uint64_t gm, bool w,
                    LineResult& r) {
     r.line = line;
     r.access_mask = gm;
@@ -517,17 +534,16 @@ bool Hierarchy::access(uint32_t core, uint64_t addr, uint32_t size, bool write,
       if (c->memo.try_hit(addr, size, write)) return true;
       const uint64_t gm = m.granule_mask(addr, size);
       if (m.l1_hit(*c, line, gm, write)) return true;
-      return m.access_general(core, addr, size, write, res, true);
+      return m.miss_one_line(*c, core, line, gm, write, res);
     }
   }
-  return m.access_general(core, addr, size, write, res, false);
+  return m.access_general(core, addr, size, write, res);
 }
 
 // Everything but the memo hit of Hierarchy::access (out of line, so that path stays small).
 __attribute__((noinline)) bool Hierarchy::Impl::access_general(uint32_t core, uint64_t addr,
                                                                uint32_t size, bool write,
-                                                               AccessResult& res,
-                                                               bool l1_checked) {
+                                                               AccessResult& res) {
   Impl& m = *this;
   if (size == 0) size = 1;
   if (core >= m.knobs.cores) core %= m.knobs.cores;
@@ -535,7 +551,7 @@ __attribute__((noinline)) bool Hierarchy::Impl::access_general(uint32_t core, ui
   const uint64_t first = addr >> m.line_shift;
   const uint64_t last = (addr + size - 1) >> m.line_shift;
   // The common case first: one line, an L1 hit. No lock when not concurrent, no result.
-  if (first == last && !m.concurrent && !l1_checked &&
+  if (first == last && !m.concurrent &&
       m.l1_hit(c, first, m.granule_mask(addr, size), write))
     return true;
   Guard cg(c.lock, m.concurrent && !m.knobs.one_thread_per_core);
