@@ -36,7 +36,12 @@ struct State {
   std::atomic<bool> stop{false};
   std::atomic<bool> done{false};
   std::atomic<bool> abandon{false};
-  uint64_t leftover = 0;  // written by the relay before `done`
+  // Written by the relay before `done`: what leftover() counts from. Lanes stay mapped once the
+  // relay is done (only it unmaps them), so their rings can be read then.
+  uint64_t refused_retired = 0;  // refused pushes of the lanes it retired
+  Lane** open = nullptr;         // the lanes it had not retired
+  uint32_t nopen = 0;
+  uint32_t seen = 0;  // s.lanes[seen..enrolled) enrolled after its last look
   // Lanes in enrolment order; the relay keeps its own dense list of the open ones.
   std::atomic<uint32_t> enrolled{0};
   std::atomic<Lane*> lanes[kMaxLanes] = {};
@@ -85,6 +90,7 @@ void finished_one(Lane* lane) {
 }
 
 void retire(Lane* lane) {
+  s.refused_retired += lane->refused.load(std::memory_order_relaxed);  // final: closing is set
   s.client.retire(lane->owner);
   munmap(lane->ring, sizeof(AccessRing));
 }
@@ -302,10 +308,10 @@ void* relay_main(void*) {
     g_relay_sleeping.store(0, std::memory_order_relaxed);
     idle = 0;
   }
-  for (uint32_t i = 0; i < nopen; ++i) {
-    open[i]->ring->publish();
-    s.leftover += open[i]->ring->produced() - open[i]->ring->consumed();
-  }
+  for (uint32_t i = 0; i < nopen; ++i) open[i]->ring->publish();  // consumed() = simulated
+  s.open = open;
+  s.nopen = nopen;
+  s.seen = seen;
   s.done.store(true, std::memory_order_release);
   return nullptr;
 }
@@ -374,7 +380,11 @@ void wake() noexcept {
 void push_slow(Lane* lane, const AccessRecord& r) noexcept {
   const int saved = errno;
   for (unsigned n = 0; !lane->ring->push(r); ++n) {
-    if (!recording() || s.done.load(std::memory_order_relaxed)) break;  // nobody will make room
+    if (!recording() || s.done.load(std::memory_order_relaxed)) {  // nobody will make room
+      lane->refused.store(lane->refused.load(std::memory_order_relaxed) + 1,
+                          std::memory_order_relaxed);
+      break;
+    }
     if (g_relay_sleeping.load(std::memory_order_relaxed)) wake();
     if (n < 64) {
       __builtin_ia32_pause();
@@ -412,9 +422,24 @@ void abandon() noexcept {
   wake();
 }
 
+namespace {
+uint64_t unsimulated(Lane* lane) {
+  return lane->ring->produced() - lane->ring->consumed() +
+         lane->refused.load(std::memory_order_relaxed);
+}
+}  // namespace
+
 uint64_t leftover() noexcept {
-  return s.done.load(std::memory_order_acquire) && !s.abandon.load(std::memory_order_relaxed)
-             ? s.leftover : 0;
+  if (!s.done.load(std::memory_order_acquire) || s.abandon.load(std::memory_order_relaxed))
+    return 0;
+  uint64_t n = s.refused_retired;
+  for (uint32_t i = 0; i < s.nopen; ++i) n += unsimulated(s.open[i]);
+  const uint32_t enrolled = s.enrolled.load(std::memory_order_acquire);
+  for (uint32_t i = s.seen; i < enrolled && i < kMaxLanes; ++i) {
+    // (nullptr: enrolment in progress, so nothing pushed yet)
+    if (Lane* lane = s.lanes[i].load(std::memory_order_acquire)) n += unsimulated(lane);
+  }
+  return n;
 }
 
 bool stop(unsigned timeout_ms) noexcept {

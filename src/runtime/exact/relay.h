@@ -17,8 +17,9 @@
 // Contract: start() is called by the only thread the program has (or before other threads
 // record). lane functions are called by the lane's owner thread; fence() and push() may wait
 // (spinning, then yielding, then sleeping in 50 us steps) but give up as soon as recording()
-// turns false. The relay thread runs with every signal blocked, allocates only from the private
-// heap, and calls the client's callbacks with the lane's owner pointer.
+// turns false or the relay is done (stopped or abandoned). The relay thread runs with
+// every signal blocked, allocates only from the private heap, and calls the client's callbacks
+// with the lane's owner pointer.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -35,6 +36,7 @@ struct Lane {
   std::atomic<uint8_t> busy{0};     // owner: set around an access it simulates inline (solo)
   std::atomic<int> sleeping{0};     // owner: asleep (futex) on a full ring until the relay drains
                                     // half of it
+  std::atomic<uint64_t> refused{0};  // owner: pushes given up on (a full ring nobody drains)
   bool live = false;                // relay thread only: delivered in its last round
   uint64_t asleep_until_us = 0;     // relay thread only: not waited for before this
   uint64_t backoff_us = 0;          // relay thread only: the next wait that finds it dry skips it
@@ -70,7 +72,8 @@ bool stop(unsigned timeout_ms) noexcept;
 // thread's own inline (solo) access, which the relay would otherwise wait for forever. Returns
 // at once; the relay leaves the simulator alone from then on.
 void abandon() noexcept;
-// After stop() returned true: accesses pushed but never simulated (recording stopped first).
+// After stop() returned true and recording stopped: accesses pushed but never
+// simulated, left in the rings or refused by a full ring. 0 after abandon().
 uint64_t leftover() noexcept;
 
 // ---- inline parts ----
