@@ -36,6 +36,7 @@ struct State {
   std::atomic<bool> stop{false};
   std::atomic<bool> done{false};
   std::atomic<bool> abandon{false};
+  std::atomic<bool> stalled{false};  // set before `done`: a solo owner never ended its access
   // Written by the relay before `done`: what leftover() counts from. Lanes stay mapped once the
   // relay is done (only it unmaps them), so their rings can be read then.
   uint64_t refused_retired = 0;  // refused pushes of the lanes it retired
@@ -219,15 +220,38 @@ bool others_pending(Lane** open, uint32_t nopen, uint32_t seen, Lane* except) {
   return false;
 }
 
+// How long a solo owner may stay inside one inline access before the relay gives up for good.
+// An access takes microseconds; one that lasts this long was interrupted by something that may
+// wait for another program thread, which may in turn wait for the relay (a full ring): a
+// deadlock the relay breaks by stopping. Time is counted in steps of at most kRevokeStepUs, so
+// that a stop of the whole process (SIGSTOP, a debugger) does not count as the owner's.
+constexpr uint64_t kRevokeLimitUs = 1000 * 1000;
+constexpr uint64_t kRevokeStepUs = 50 * 1000;
+
 // Takes the simulator back from a solo owner. After the membarrier, an owner access that did not
 // see the grant cleared has its busy flag visible here; waiting for it to clear ends that access.
+// False when abandoned, or stalled (s.stalled set): the access may still be running, so the
+// relay must not touch the simulator again.
 bool revoke(Lane* lane) {
   g_solo.store(nullptr, std::memory_order_seq_cst);
   syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+  uint64_t waited_us = 0, last_us = 0;
   for (unsigned n = 0; lane->busy.load(std::memory_order_acquire) != 0; ++n) {
     if (s.abandon.load(std::memory_order_acquire)) return false;
-    if (n < 256) __builtin_ia32_pause();
-    else sched_yield();
+    if (n < 256) {
+      __builtin_ia32_pause();
+      continue;
+    }
+    if (n % 16 == 0) {  // a clock read per 16 yields
+      const uint64_t now = now_us();
+      if (last_us != 0) waited_us += now - last_us < kRevokeStepUs ? now - last_us : kRevokeStepUs;
+      last_us = now;
+      if (waited_us >= kRevokeLimitUs) {
+        s.stalled.store(true, std::memory_order_release);
+        return false;
+      }
+    }
+    sched_yield();
   }
   return true;
 }
@@ -258,7 +282,7 @@ void* relay_main(void*) {
       // needs the simulator.
       if (s.stop.load(std::memory_order_acquire) || lent->closing.load(std::memory_order_acquire) ||
           others_pending(open, nopen, seen, lent)) {
-        if (!revoke(lent)) break;  // abandoned
+        if (!revoke(lent)) break;  // abandoned or stalled
         sole = nullptr;
         sole_rounds = 0;
         continue;
@@ -421,6 +445,8 @@ void abandon() noexcept {
   s.stop.store(true, std::memory_order_release);
   wake();
 }
+
+bool stalled() noexcept { return s.stalled.load(std::memory_order_acquire); }
 
 namespace {
 uint64_t unsimulated(Lane* lane) {
