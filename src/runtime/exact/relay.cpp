@@ -36,7 +36,13 @@ struct State {
   std::atomic<bool> stop{false};
   std::atomic<bool> done{false};
   std::atomic<bool> abandon{false};
-  uint64_t leftover = 0;  // written by the relay before `done`
+  std::atomic<bool> stalled{false};  // set before `done`: a solo owner never ended its access
+  // Written by the relay before `done`: what leftover() counts from. Lanes stay mapped once the
+  // relay is done (only it unmaps them), so their rings can be read then.
+  uint64_t refused_retired = 0;  // refused pushes of the lanes it retired
+  Lane** open = nullptr;         // the lanes it had not retired
+  uint32_t nopen = 0;
+  uint32_t seen = 0;  // s.lanes[seen..enrolled) enrolled after its last look
   // Lanes in enrolment order; the relay keeps its own dense list of the open ones.
   std::atomic<uint32_t> enrolled{0};
   std::atomic<Lane*> lanes[kMaxLanes] = {};
@@ -85,6 +91,7 @@ void finished_one(Lane* lane) {
 }
 
 void retire(Lane* lane) {
+  s.refused_retired += lane->refused.load(std::memory_order_relaxed);  // final: closing is set
   s.client.retire(lane->owner);
   munmap(lane->ring, sizeof(AccessRing));
 }
@@ -213,15 +220,38 @@ bool others_pending(Lane** open, uint32_t nopen, uint32_t seen, Lane* except) {
   return false;
 }
 
+// How long a solo owner may stay inside one inline access before the relay gives up for good.
+// An access takes microseconds; one that lasts this long was interrupted by something that may
+// wait for another program thread, which may in turn wait for the relay (a full ring): a
+// deadlock the relay breaks by stopping. Time is counted in steps of at most kRevokeStepUs, so
+// that a stop of the whole process (SIGSTOP, a debugger) does not count as the owner's.
+constexpr uint64_t kRevokeLimitUs = 1000 * 1000;
+constexpr uint64_t kRevokeStepUs = 50 * 1000;
+
 // Takes the simulator back from a solo owner. After the membarrier, an owner access that did not
 // see the grant cleared has its busy flag visible here; waiting for it to clear ends that access.
+// False when abandoned, or stalled (s.stalled set): the access may still be running, so the
+// relay must not touch the simulator again.
 bool revoke(Lane* lane) {
   g_solo.store(nullptr, std::memory_order_seq_cst);
   syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+  uint64_t waited_us = 0, last_us = 0;
   for (unsigned n = 0; lane->busy.load(std::memory_order_acquire) != 0; ++n) {
     if (s.abandon.load(std::memory_order_acquire)) return false;
-    if (n < 256) __builtin_ia32_pause();
-    else sched_yield();
+    if (n < 256) {
+      __builtin_ia32_pause();
+      continue;
+    }
+    if (n % 16 == 0) {  // a clock read per 16 yields
+      const uint64_t now = now_us();
+      if (last_us != 0) waited_us += now - last_us < kRevokeStepUs ? now - last_us : kRevokeStepUs;
+      last_us = now;
+      if (waited_us >= kRevokeLimitUs) {
+        s.stalled.store(true, std::memory_order_release);
+        return false;
+      }
+    }
+    sched_yield();
   }
   return true;
 }
@@ -252,7 +282,7 @@ void* relay_main(void*) {
       // needs the simulator.
       if (s.stop.load(std::memory_order_acquire) || lent->closing.load(std::memory_order_acquire) ||
           others_pending(open, nopen, seen, lent)) {
-        if (!revoke(lent)) break;  // abandoned
+        if (!revoke(lent)) break;  // abandoned or stalled
         sole = nullptr;
         sole_rounds = 0;
         continue;
@@ -302,10 +332,10 @@ void* relay_main(void*) {
     g_relay_sleeping.store(0, std::memory_order_relaxed);
     idle = 0;
   }
-  for (uint32_t i = 0; i < nopen; ++i) {
-    open[i]->ring->publish();
-    s.leftover += open[i]->ring->produced() - open[i]->ring->consumed();
-  }
+  for (uint32_t i = 0; i < nopen; ++i) open[i]->ring->publish();  // consumed() = simulated
+  s.open = open;
+  s.nopen = nopen;
+  s.seen = seen;
   s.done.store(true, std::memory_order_release);
   return nullptr;
 }
@@ -374,7 +404,11 @@ void wake() noexcept {
 void push_slow(Lane* lane, const AccessRecord& r) noexcept {
   const int saved = errno;
   for (unsigned n = 0; !lane->ring->push(r); ++n) {
-    if (!recording() || s.done.load(std::memory_order_relaxed)) break;  // nobody will make room
+    if (!recording() || s.done.load(std::memory_order_relaxed)) {  // nobody will make room
+      lane->refused.store(lane->refused.load(std::memory_order_relaxed) + 1,
+                          std::memory_order_relaxed);
+      break;
+    }
     if (g_relay_sleeping.load(std::memory_order_relaxed)) wake();
     if (n < 64) {
       __builtin_ia32_pause();
@@ -412,9 +446,26 @@ void abandon() noexcept {
   wake();
 }
 
+bool stalled() noexcept { return s.stalled.load(std::memory_order_acquire); }
+
+namespace {
+uint64_t unsimulated(Lane* lane) {
+  return lane->ring->produced() - lane->ring->consumed() +
+         lane->refused.load(std::memory_order_relaxed);
+}
+}  // namespace
+
 uint64_t leftover() noexcept {
-  return s.done.load(std::memory_order_acquire) && !s.abandon.load(std::memory_order_relaxed)
-             ? s.leftover : 0;
+  if (!s.done.load(std::memory_order_acquire) || s.abandon.load(std::memory_order_relaxed))
+    return 0;
+  uint64_t n = s.refused_retired;
+  for (uint32_t i = 0; i < s.nopen; ++i) n += unsimulated(s.open[i]);
+  const uint32_t enrolled = s.enrolled.load(std::memory_order_acquire);
+  for (uint32_t i = s.seen; i < enrolled && i < kMaxLanes; ++i) {
+    // (nullptr: enrolment in progress, so nothing pushed yet)
+    if (Lane* lane = s.lanes[i].load(std::memory_order_acquire)) n += unsimulated(lane);
+  }
+  return n;
 }
 
 bool stop(unsigned timeout_ms) noexcept {

@@ -14,11 +14,17 @@
 // back, as soon as another lane has work or the relay must stop, by clearing the grant, a
 // membarrier, and waiting for `busy` to clear (so it needs no fence on the owner's side).
 //
+// Stall: an owner stopped inside an inline access (e.g. by a signal handler that waits for a
+// thread blocked on a full ring) would make that wait endless. After 1 s the relay gives up for
+// good: it stops (stalled() and done), never touches the simulator again, and pushes and fences
+// no longer wait; leftover() counts what was never simulated.
+//
 // Contract: start() is called by the only thread the program has (or before other threads
 // record). lane functions are called by the lane's owner thread; fence() and push() may wait
 // (spinning, then yielding, then sleeping in 50 us steps) but give up as soon as recording()
-// turns false. The relay thread runs with every signal blocked, allocates only from the private
-// heap, and calls the client's callbacks with the lane's owner pointer.
+// turns false or the relay is done (stopped, abandoned or stalled). The relay thread runs with
+// every signal blocked, allocates only from the private heap, and calls the client's callbacks
+// with the lane's owner pointer.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -35,6 +41,7 @@ struct Lane {
   std::atomic<uint8_t> busy{0};     // owner: set around an access it simulates inline (solo)
   std::atomic<int> sleeping{0};     // owner: asleep (futex) on a full ring until the relay drains
                                     // half of it
+  std::atomic<uint64_t> refused{0};  // owner: pushes given up on (a full ring nobody drains)
   bool live = false;                // relay thread only: delivered in its last round
   uint64_t asleep_until_us = 0;     // relay thread only: not waited for before this
   uint64_t backoff_us = 0;          // relay thread only: the next wait that finds it dry skips it
@@ -70,7 +77,11 @@ bool stop(unsigned timeout_ms) noexcept;
 // thread's own inline (solo) access, which the relay would otherwise wait for forever. Returns
 // at once; the relay leaves the simulator alone from then on.
 void abandon() noexcept;
-// After stop() returned true: accesses pushed but never simulated (recording stopped first).
+// The relay gave up on a solo owner that stayed inside an inline access (see Stall); it is
+// done, as after stop(), and stop() returns true at once.
+bool stalled() noexcept;
+// After stop() returned true (or stalled()) and recording stopped: accesses pushed but never
+// simulated, left in the rings or refused by a full ring. 0 after abandon().
 uint64_t leftover() noexcept;
 
 // ---- inline parts ----

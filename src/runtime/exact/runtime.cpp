@@ -524,10 +524,14 @@ void finish(int term_signal) {
   // Everything already pushed is simulated before the tables are read. Bounded: the relay may be
   // stuck on a heap lock held by a thread that died mid-hook (then its last accesses are lost).
   // Not when this thread was interrupted inside its own inline (solo) access: the relay would
-  // wait for that access to end, which cannot happen before we return.
+  // wait for that access to end, which cannot happen before we return. A stalled relay is
+  // already done: nothing more is simulated, what it never simulated is counted.
   if (g.relay_mode && !relay::on_relay_thread()) {
     ThreadState* self = t_state;
-    if (self != nullptr && self->relayed && self->lane.busy.load(std::memory_order_acquire)) {
+    if (relay::stalled()) {
+      g.dropped_accesses.fetch_add(relay::leftover(), std::memory_order_relaxed);
+    } else if (self != nullptr && self->relayed &&
+               self->lane.busy.load(std::memory_order_acquire)) {
       relay::abandon();
     } else if (relay::stop(5000)) {
       g.dropped_accesses.fetch_add(relay::leftover(), std::memory_order_relaxed);
