@@ -378,8 +378,8 @@ struct Hierarchy::Impl {
 
   bool access_general(uint32_t core, uint64_t addr, uint32_t size, bool write, AccessResult& res);
 
-  __attribute__((noinline)) void access_line(CoreState& c, uint32_t cid, Shard& sh, uint64_t line, uint64_t gm, bool w,
-                   LineResult& r) {
+  __attribute__((noinline)) void access_line(CoreState& c, uint32_t cid, Shard& sh, uint64_t line,
+                                             uint64_t gm, bool w, LineResult& r) {
     r.line = line;
     r.access_mask = gm;
     sh.counters.line_accesses++;
