@@ -1,6 +1,8 @@
 #include "sim/fa_lru.h"
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 namespace whymiss::sim {
 
@@ -14,7 +16,7 @@ FaLru::FaLru(uint64_t capacity_lines) : cap_(uint32_t(capacity_lines ? capacity_
   nodes_.resize(cap_);
 }
 
-uint32_t FaLru::find(uint64_t line) const {
+__attribute__((always_inline)) inline uint32_t FaLru::find(uint64_t line) const {
   const uint32_t fp = fp_of(line);
   size_t i = home(fp);
   for (size_t d = 0;; i = (i + 1) & mask_, ++d) {
@@ -26,13 +28,13 @@ uint32_t FaLru::find(uint64_t line) const {
   }
 }
 
-void FaLru::unlink(uint32_t n) {
+__attribute__((always_inline)) inline void FaLru::unlink(uint32_t n) {
   const Node& x = nodes_[n];
   if (x.prev != kNil) nodes_[x.prev].next = x.next; else head_ = x.next;
   if (x.next != kNil) nodes_[x.next].prev = x.prev; else tail_ = x.prev;
 }
 
-void FaLru::push_front(uint32_t n) {
+__attribute__((always_inline)) inline void FaLru::push_front(uint32_t n) {
   nodes_[n].prev = kNil;
   nodes_[n].next = head_;
   if (head_ != kNil) nodes_[head_].prev = n; else tail_ = n;
@@ -73,20 +75,46 @@ void FaLru::table_insert(Slot cur) {
   }
 }
 
+bool FaLru::contains(uint64_t line) const { return find(line) != kNil; }
+
+void FaLru::build_order() {
+  std::vector<uint32_t> byage(size_);
+  for (uint32_t i = 0; i < size_; ++i) byage[i] = i;
+  std::sort(byage.begin(), byage.end(),
+            [&](uint32_t a, uint32_t b) { return nodes_[a].stamp > nodes_[b].stamp; });
+  for (uint32_t i = 0; i < size_; ++i) {
+    Node& x = nodes_[byage[i]];
+    x.prev = i == 0 ? kNil : byage[i - 1];
+    x.next = i + 1 == size_ ? kNil : byage[i + 1];
+  }
+  head_ = byage.front();
+  tail_ = byage.back();
+  ordered_ = true;
+}
+
 bool FaLru::access_slow(uint64_t line) {
+  mru_ = line;
   uint32_t n = find(line);
+  if (!ordered_) {
+    if (n != kNil) {
+      nodes_[n].stamp = ++clock_;
+      return true;
+    }
+    n = size_++;
+    nodes_[n].key = line;
+    nodes_[n].stamp = ++clock_;
+    table_insert(Slot{fp_of(line), n});
+    if (size_ == cap_) build_order();
+    return false;
+  }
   if (n != kNil) {
     unlink(n);
     push_front(n);
     return true;
   }
-  if (size_ < cap_) {
-    n = size_++;
-  } else {
-    n = tail_;
-    unlink(n);
-    table_erase(nodes_[n].key, n);
-  }
+  n = tail_;
+  unlink(n);
+  table_erase(nodes_[n].key, n);
   nodes_[n].key = line;
   table_insert(Slot{fp_of(line), n});
   push_front(n);

@@ -12,6 +12,11 @@
 // Robin Hood order (each chain sorted by home) lets a lookup of an absent line stop after the
 // slots homed at or before its own, instead of walking to the end of the cluster: the absent
 // case is what the shadows of small levels see on almost every access.
+//
+// Recency order is only needed once the cache is full (it decides what to evict). Until then a
+// node keeps the time of its last access instead of list links, so a hit is a lookup and a store,
+// not an unlink and a push; the list is built by sorting on those times when the cache fills.
+// Most programs never fill the shadows of their bigger levels, and a small one not even L1's.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -25,10 +30,10 @@ class FaLru {
   // Returns whether `line` was present; afterwards it is the most recently used, and the least
   // recently used line was dropped if the cache was full.
   bool access(uint64_t line) {
-    if (head_ != kNil && nodes_[head_].key == line) return true;  // already MRU: nothing moves
+    if (line == mru_) return true;  // already most recent: nothing moves
     return access_slow(line);
   }
-  bool contains(uint64_t line) const { return find(line) != kNil; }
+  bool contains(uint64_t line) const;
   // A hint that access(line) or contains(line) comes soon: starts loading its table slot.
   void prefetch(uint64_t line) const { __builtin_prefetch(&table_[home(fp_of(line))]); }
   uint64_t size() const { return size_; }
@@ -42,7 +47,12 @@ class FaLru {
   };
   struct Node {
     uint64_t key;  // the line
-    uint32_t prev, next;
+    union {
+      struct {
+        uint32_t prev, next;  // once ordered_
+      };
+      uint64_t stamp;  // until then: when it was last accessed (clock_)
+    };
   };
   // 32 bits whose top log2(table size) bits are the line's home slot (the table has at most
   // 2^31 slots): a multiplicative hash of line / 8, with the home's three low bits replaced by
@@ -56,6 +66,7 @@ class FaLru {
   // How far slot i is from the home of the line it holds (fingerprint fp).
   size_t dist(size_t i, uint32_t fp) const { return (i - home(fp)) & mask_; }
   bool access_slow(uint64_t line);
+  void build_order();  // the cache just filled: link the nodes by stamp, most recent first
   uint32_t find(uint64_t line) const;
   void unlink(uint32_t n);
   void push_front(uint32_t n);
@@ -64,7 +75,10 @@ class FaLru {
 
   uint32_t cap_;
   uint32_t size_ = 0;
-  uint32_t head_ = kNil, tail_ = kNil;
+  uint32_t head_ = kNil, tail_ = kNil;  // once ordered_
+  bool ordered_ = false;
+  uint64_t clock_ = 0;              // until ordered_
+  uint64_t mru_ = ~uint64_t(0);     // the most recently accessed line (never a line address)
   std::vector<Node> nodes_;
   std::vector<Slot> table_;  // power of two, load factor <= 1/2
   uint32_t shift_;           // 32 - log2(table size)
