@@ -69,7 +69,7 @@ struct ThreadState {
     uintptr_t start = 0, end = 0;
     HeapObject* obj = nullptr;
   };
-  static constexpr uint32_t kCachedObjects = 32;
+  static constexpr uint32_t kCachedObjects = 128;  // a power of two (see count_miss_in_object)
   CachedObject objects[kCachedObjects];
   uint64_t objects_epoch = 0;
   uint64_t accesses = 0;
@@ -297,7 +297,7 @@ bool count_miss_in_object(ThreadState* t, uintptr_t addr, ObjectHit* hit) {
     for (auto& c : t->objects) c = ThreadState::CachedObject{};
     t->objects_epoch = epoch;
   }
-  auto& c = t->objects[((addr >> 12) * 0x9E3779B97F4A7C15ull) >> 59];
+  auto& c = t->objects[((addr >> 12) * 0x9E3779B97F4A7C15ull) >> (64 - __builtin_ctz(ThreadState::kCachedObjects))];
   if (c.obj != nullptr && addr - c.start < c.end - c.start) {
     count_object_miss(*c.obj, hit);
     return true;
