@@ -333,6 +333,35 @@ TEST(ObjectStore, HugeObjectsAndChunkSpans) {
   EXPECT_FALSE(rt::with_object(base + huge + 4096 + 3000000, copy_object, &o));
 }
 
+TEST(ObjectStore, PagesWithoutObjectsAndTheAttachEpoch) {
+  // Registered directly, far from real memory. A page is clear only if no live object of any
+  // level overlaps it, and every registration moves the epoch that keeps "clear" answers valid.
+  const uintptr_t base = uintptr_t{0x520000000000};
+  const uintptr_t page = 4096;
+  EXPECT_TRUE(rt::page_without_objects(base + 5 * page + 100));
+  uint64_t epoch = rt::object_attaches();
+  rt::store_register(base + 5 * page + 4000, 40, 1, kNoSite);  // one page: page level
+  EXPECT_NE(rt::object_attaches(), epoch);
+  EXPECT_FALSE(rt::page_without_objects(base + 5 * page));
+  EXPECT_FALSE(rt::page_without_objects(base + 5 * page + 4095));
+  EXPECT_TRUE(rt::page_without_objects(base + 4 * page + 4095));
+  EXPECT_TRUE(rt::page_without_objects(base + 6 * page));
+  // Across pages (chunk level), starting at the last byte of page 9 and ending in page 12's
+  // first byte: pages 9-12 are covered, 8 and 13 are not.
+  epoch = rt::object_attaches();
+  rt::store_register(base + 10 * page - 1, 2 * page + 2, 1, kNoSite);
+  EXPECT_NE(rt::object_attaches(), epoch);
+  for (uintptr_t p : {9, 10, 11, 12}) EXPECT_FALSE(rt::page_without_objects(base + p * page)) << p;
+  EXPECT_TRUE(rt::page_without_objects(base + 8 * page + 4095));
+  EXPECT_TRUE(rt::page_without_objects(base + 13 * page));
+  // Freed: clear again (detaching does not move the attach epoch: a clear page stays clear).
+  epoch = rt::object_attaches();
+  rt::store_release(rt::store_detach(base + 5 * page + 4000));
+  rt::store_release(rt::store_detach(base + 10 * page - 1));
+  EXPECT_EQ(rt::object_attaches(), epoch);
+  for (uintptr_t p : {5, 9, 10, 12}) EXPECT_TRUE(rt::page_without_objects(base + p * page)) << p;
+}
+
 TEST(ObjectStore, StaleOverlappingRecordsAreEvicted) {
   // A block freed behind the store's back leaves a stale record; a new object overlapping it
   // (same page) replaces it instead of coexisting with it.

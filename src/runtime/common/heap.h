@@ -50,6 +50,11 @@ bool with_object(uintptr_t addr, void (*fn)(HeapObject&, void*), void* arg) noex
 // has one thread) may keep the HeapObject& its with_object callback saw, and update it without
 // the lock, for as long as this value has not changed.
 uint64_t object_detaches() noexcept;
+// Changes whenever an object becomes live (after it can be found). page_without_objects(addr):
+// no live object overlaps addr's 4 KiB page; a caller may remember that for as long as
+// object_attaches() returns what it returned before the call.
+uint64_t object_attaches() noexcept;
+bool page_without_objects(uintptr_t addr) noexcept;
 // Copies up to `max` live objects overlapping [lo, hi) into out; returns how many were found
 // (may exceed max; only max are copied).
 int objects_overlapping(uintptr_t lo, uintptr_t hi, HeapObject* out, int max) noexcept;

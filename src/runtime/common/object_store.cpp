@@ -104,6 +104,7 @@ Stripe g_stripes[kStripes];
 std::atomic<uint64_t> g_serial{0};
 std::atomic<uint32_t> g_retired{0};
 std::atomic<uint64_t> g_detaches{0};  // see object_detaches()
+std::atomic<uint64_t> g_attaches{0};  // see object_attaches()
 std::atomic<uint64_t> g_dropped{0};
 std::atomic<bool> g_active{false};    // something was registered: frees must unregister
 std::atomic<bool> g_disabled{false};  // forked child: the store is frozen
@@ -483,7 +484,7 @@ void recycle(HeapSlot* s) noexcept {
   }
 }
 
-bool index_insert(HeapSlot* slot) noexcept {
+bool index_insert_unversioned(HeapSlot* slot) noexcept {
   const uintptr_t start = slot->obj.start;
   const uintptr_t last = start + slot->obj.size - 1;
   if ((start >> kPageShift) == (last >> kPageShift)) {
@@ -515,6 +516,14 @@ bool index_insert(HeapSlot* slot) noexcept {
     }
   }
   return true;
+}
+
+// Counted after the object is findable, so that a "no object here" learnt before it was (see
+// object_attaches) is stale by the time anyone can touch the object.
+bool index_insert(HeapSlot* slot) noexcept {
+  const bool ok = index_insert_unversioned(slot);
+  g_attaches.fetch_add(1, std::memory_order_release);
+  return ok;
 }
 
 // Unlinks the object starting exactly at `start`; returns it or nullptr.
@@ -700,6 +709,44 @@ void store_after_fork_child() noexcept {
 // ---- heap.h ----
 
 uint64_t object_detaches() noexcept { return g_detaches.load(std::memory_order_acquire); }
+uint64_t object_attaches() noexcept { return g_attaches.load(std::memory_order_acquire); }
+
+namespace {
+// Whether the entry lists an item overlapping chunk offsets [a, b). Items are sorted and
+// disjoint, so the last one starting before b is the only candidate.
+bool entry_overlaps(Entry* e, uint32_t a, uint32_t b) noexcept {
+  if (e == nullptr) return false;
+  List* l = lock_entry_if_list(e);
+  if (l == nullptr) return false;
+  const Item* it = l->items();
+  uint32_t lo = 0, hi = l->count;
+  while (lo < hi) {  // first item with lo >= b
+    const uint32_t mid = (lo + hi) / 2;
+    if (it[mid].lo < b) lo = mid + 1; else hi = mid;
+  }
+  const bool hit = lo > 0 && it[lo - 1].hi > a;
+  unlock_entry(e, l);
+  return hit;
+}
+}  // namespace
+
+bool page_without_objects(uintptr_t addr) noexcept {
+  if (!usable() || t_heap.guard || addr >= kAddrLimit) return false;
+  HeapGuard guard;
+  const uintptr_t page = addr & ~((uintptr_t{1} << kPageShift) - 1);
+  const uint32_t a = chunk_off(page), b = a + (uint32_t{1} << kPageShift);
+  if (entry_overlaps(page_entry(page, false), a, b)) return false;
+  if (entry_overlaps(chunk_entry(page >> kChunkShift, false), a, b)) return false;
+  if (g_huge_count.load(std::memory_order_acquire) != 0) {
+    g_huge_lock.lock();
+    const bool any = g_huge_count.load(std::memory_order_relaxed) != 0 &&
+                     page < g_huge_max.load(std::memory_order_relaxed) &&
+                     page + (uintptr_t{1} << kPageShift) > g_huge_min.load(std::memory_order_relaxed);
+    g_huge_lock.unlock();
+    if (any) return false;  // (inside the hull of the huge objects: not worth a closer look)
+  }
+  return true;
+}
 
 bool with_object(uintptr_t addr, void (*fn)(HeapObject&, void*), void* arg) noexcept {
   if (!usable() || t_heap.guard || addr >= kAddrLimit) return false;

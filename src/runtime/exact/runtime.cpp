@@ -72,6 +72,14 @@ struct ThreadState {
   static constexpr uint32_t kCachedObjects = 128;  // a power of two (see count_miss_in_object)
   CachedObject objects[kCachedObjects];
   uint64_t objects_epoch = 0;
+  // Pages in which no live object was found (globals, stacks): their misses skip the store's
+  // page walks. An entry holds while object_attaches() still equals its epoch.
+  struct ClearPage {
+    uint64_t page_plus_one = 0;
+    uint64_t epoch = 0;
+  };
+  static constexpr uint32_t kClearPages = 512;  // a power of two
+  ClearPage clear_pages[kClearPages];
   uint64_t accesses = 0;
   uint64_t misses[profile::kLevels] = {};
   IpTable ips;
@@ -287,9 +295,27 @@ void count_object_miss(HeapObject& o, void* arg) {
   h->obj = &o;
 }
 
+bool count_miss_in_live_object(ThreadState* t, uintptr_t addr, ObjectHit* hit);
+
+// with_object(addr, count_object_miss, hit), skipping pages known to hold no object. Safe with
+// other threads too: an object that becomes live changes the epoch before anyone can access it,
+// and so before the access reaches the simulator.
+bool count_miss_in_object(ThreadState* t, uintptr_t addr, ObjectHit* hit) {
+  const uint64_t attaches = object_attaches();
+  const uint64_t page = addr >> 12;
+  auto& clear = t->clear_pages[(page * 0x9E3779B97F4A7C15ull) >>
+                               (64 - __builtin_ctz(ThreadState::kClearPages))];
+  if (clear.page_plus_one == page + 1 && clear.epoch == attaches) return false;
+  if (!count_miss_in_live_object(t, addr, hit)) {
+    if (page_without_objects(addr)) clear = ThreadState::ClearPage{page + 1, attaches};
+    return false;
+  }
+  return true;
+}
+
 // with_object(addr, count_object_miss, hit), through the thread's object cache while the process
 // has one thread: a line of a big array or of a few hot objects then costs no lock and no search.
-bool count_miss_in_object(ThreadState* t, uintptr_t addr, ObjectHit* hit) {
+bool count_miss_in_live_object(ThreadState* t, uintptr_t addr, ObjectHit* hit) {
   // (Not in solo mode: other threads still run, and may free objects, uninstrumented code.)
   if (t->memo == nullptr || t->relayed) return with_object(addr, count_object_miss, hit);
   const uint64_t epoch = object_detaches();
@@ -297,7 +323,8 @@ bool count_miss_in_object(ThreadState* t, uintptr_t addr, ObjectHit* hit) {
     for (auto& c : t->objects) c = ThreadState::CachedObject{};
     t->objects_epoch = epoch;
   }
-  auto& c = t->objects[((addr >> 12) * 0x9E3779B97F4A7C15ull) >> (64 - __builtin_ctz(ThreadState::kCachedObjects))];
+  auto& c = t->objects[((addr >> 12) * 0x9E3779B97F4A7C15ull) >>
+                       (64 - __builtin_ctz(ThreadState::kCachedObjects))];
   if (c.obj != nullptr && addr - c.start < c.end - c.start) {
     count_object_miss(*c.obj, hit);
     return true;
