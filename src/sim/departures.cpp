@@ -15,9 +15,11 @@ void DepartureTable::set(uint64_t line, uint32_t core, const Departure& d) {
   }
   slots_[i] = Slot{line, core, d};
   ++used_;
+  ++present_[bucket(hash(line, core))];
 }
 
 void DepartureTable::erase(uint64_t line, uint32_t core) {
+  if (present_[bucket(hash(line, core))] == 0) return;
   size_t i = home(line, core);
   for (;; i = (i + 1) & mask()) {
     const Slot& s = slots_[i];
@@ -37,6 +39,7 @@ void DepartureTable::erase(uint64_t line, uint32_t core) {
   }
   slots_[i] = Slot{};
   --used_;
+  --present_[bucket(hash(line, core))];
 }
 
 void DepartureTable::grow() {

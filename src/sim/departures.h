@@ -31,7 +31,9 @@ class DepartureTable {
   bool empty() const { return used_ == 0; }
   // The departure of (line, core), or nullptr. The pointer is valid until the next set/erase.
   const Departure* find(uint64_t line, uint32_t core) const {
-    for (size_t i = home(line, core);; i = (i + 1) & mask()) {
+    const uint64_t h = hash(line, core);
+    if (present_[bucket(h)] == 0) return nullptr;  // the usual answer, without a probe
+    for (size_t i = home_of(h);; i = (i + 1) & mask()) {
       const Slot& s = slots_[i];
       if (s.line == kEmpty) return nullptr;
       if (s.line == line && s.core == core) return &s.d;
@@ -49,14 +51,20 @@ class DepartureTable {
     Departure d;
   };
   size_t mask() const { return slots_.size() - 1; }
-  size_t home(uint64_t line, uint32_t core) const {
-    uint64_t h = (line ^ (uint64_t(core) << 47)) * 0x9E3779B97F4A7C15ull;
-    return size_t(h >> 32) & mask();
+  static uint64_t hash(uint64_t line, uint32_t core) {
+    return (line ^ (uint64_t(core) << 47)) * 0x9E3779B97F4A7C15ull;
   }
+  size_t home_of(uint64_t h) const { return size_t(h >> 32) & mask(); }
+  size_t home(uint64_t line, uint32_t core) const { return home_of(hash(line, core)); }
+  static size_t bucket(uint64_t h) { return size_t(h >> 22) & (kBuckets - 1); }
   void grow();
 
   std::vector<Slot> slots_;  // power-of-two size, load factor <= 1/2
   size_t used_ = 0;
+  // How many entries hash to each bucket: most misses find their bucket empty and skip the
+  // probe, which would otherwise be a host cache miss in a table that held many entries once.
+  static constexpr size_t kBuckets = 1024;
+  std::vector<uint32_t> present_ = std::vector<uint32_t>(kBuckets, 0);
 };
 
 }  // namespace whymiss::sim
