@@ -334,11 +334,13 @@ struct Hierarchy::Impl {
   // (L1 shadow, L1 recency, the entry's mask and dirty bit, the memo) and counts the hit in the
   // core's own counters. Returns false, having changed nothing, otherwise. The caller holds the
   // locks access_line would need (none when not concurrent).
-  bool l1_hit(CoreState& c, uint64_t line, uint64_t gm, bool w) {
+  // When it returns false, *found is the line's L1 index or -1 (access_line need not look again).
+  bool l1_hit(CoreState& c, uint64_t line, uint64_t gm, bool w, int64_t* found) {
     Cache& l1 = *c.l1;
     size_t idx = c.memo_idx;
     if (c.memo.line != line || l1.tag(idx) != line) {
       int64_t i = l1.find(line);
+      *found = i;
       if (i < 0) return false;
       idx = size_t(i);
       if (w && l1.entry(idx).state != Mesi::M) return false;
@@ -348,6 +350,7 @@ struct Hierarchy::Impl {
       l1.touch(idx);
       c.set_memo(line, idx);
     } else if (w && l1.entry(idx).state != Mesi::M) {
+      *found = int64_t(idx);
       return false;
     }
     Entry& e = l1.entry(idx);
@@ -361,7 +364,8 @@ struct Hierarchy::Impl {
   // without its loop, locks and whole-result zeroing (only the fields access_line does not
   // always set are cleared; lines[1] is left as it was, nlines says it is not part of the result).
   __attribute__((noinline)) bool miss_one_line(CoreState& c, uint32_t cid, uint64_t line,
-                                               uint64_t gm, bool w, AccessResult& res) {
+                                               uint64_t gm, bool w, int64_t l1_found,
+                                               AccessResult& res) {
     Shard& sh = shards[line & shard_mask];
     sh.counters.accesses++;
     res.nlines = 1;
@@ -372,21 +376,25 @@ struct Hierarchy::Impl {
     r.writer_core = 0;
     r.writer_mask = 0;
     r.tenure_mask = 0;
-    access_line(c, cid, sh, line, gm, w, r);
+    access_line(c, cid, sh, line, gm, w, r, l1_found);
     return false;
   }
 
   bool access_general(uint32_t core, uint64_t addr, uint32_t size, bool write, AccessResult& res);
 
+  // l1_found: the line's L1 index or -1, when the caller already asked (l1_hit said no, so the
+  // memo cannot apply either); kUnknown otherwise.
+  static constexpr int64_t kUnknown = -2;
   __attribute__((noinline)) void access_line(CoreState& c, uint32_t cid, Shard& sh, uint64_t line,
-                                             uint64_t gm, bool w, LineResult& r) {
+                                             uint64_t gm, bool w, LineResult& r,
+                                             int64_t l1_found = kUnknown) {
     r.line = line;
     r.access_mask = gm;
     sh.counters.line_accesses++;
     Cache& l1 = *c.priv[0];
     // Same line as this core's previous access and still held with enough rights: nothing in
     // any replacement state or shadow can change (the line is already most recent everywhere).
-    if (c.memo.line == line && l1.tag(c.memo_idx) == line) {
+    if (l1_found == kUnknown && c.memo.line == line && l1.tag(c.memo_idx) == line) {
       Entry& e = l1.entry(c.memo_idx);
       if (!w || e.state == Mesi::M) {
         e.mask |= gm;
@@ -403,7 +411,7 @@ struct Hierarchy::Impl {
     bool first = false;
     for (size_t l = 0; l < npriv; ++l) {
       bool shadow_hit = c.shadow[l]->access(line);
-      hit_idx = c.priv[l]->find(line);
+      hit_idx = l == 0 && l1_found != kUnknown ? l1_found : c.priv[l]->find(line);
       if (hit_idx >= 0) {
         hit_level = l;
         r.level[l] = Outcome::Hit;
@@ -533,8 +541,9 @@ bool Hierarchy::access(uint32_t core, uint64_t addr, uint32_t size, bool write,
     if (c && ((addr + size - 1) >> m.line_shift) == line) {
       if (c->memo.try_hit(addr, size, write)) return true;
       const uint64_t gm = m.granule_mask(addr, size);
-      if (m.l1_hit(*c, line, gm, write)) return true;
-      return m.miss_one_line(*c, core, line, gm, write, res);
+      int64_t l1_found;
+      if (m.l1_hit(*c, line, gm, write, &l1_found)) return true;
+      return m.miss_one_line(*c, core, line, gm, write, l1_found, res);
     }
   }
   return m.access_general(core, addr, size, write, res);
@@ -548,11 +557,12 @@ __attribute__((noinline)) bool Hierarchy::Impl::access_general(uint32_t core, ui
   if (size == 0) size = 1;
   if (core >= m.knobs.cores) core %= m.knobs.cores;
   CoreState& c = m.core(core);
+  int64_t ignored;  // l1_hit's L1 index: access_line looks again here
   const uint64_t first = addr >> m.line_shift;
   const uint64_t last = (addr + size - 1) >> m.line_shift;
   // The common case first: one line, an L1 hit. No lock when not concurrent, no result.
   if (first == last && !m.concurrent &&
-      m.l1_hit(c, first, m.granule_mask(addr, size), write))
+      m.l1_hit(c, first, m.granule_mask(addr, size), write, &ignored))
     return true;
   Guard cg(c.lock, m.concurrent && !m.knobs.one_thread_per_core);
   const uint64_t line_bytes = uint64_t(1) << m.line_shift;
@@ -563,7 +573,7 @@ __attribute__((noinline)) bool Hierarchy::Impl::access_general(uint32_t core, ui
     uint64_t gm = m.granule_mask(lo, hi - lo);
     Shard& sh = m.shards[ln & m.shard_mask];
     Guard sg(sh.lock, m.concurrent);
-    if (first == last && m.concurrent && m.l1_hit(c, ln, gm, write)) return true;
+    if (first == last && m.concurrent && m.l1_hit(c, ln, gm, write, &ignored)) return true;
     if (ln == first) {
       sh.counters.accesses++;
       res = AccessResult{};
