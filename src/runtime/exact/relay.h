@@ -46,6 +46,8 @@ struct Lane {
   uint64_t asleep_until_us = 0;     // relay thread only: not waited for before this
   uint64_t backoff_us = 0;          // relay thread only: the next wait that finds it dry skips it
                                     // this long (doubling while it stays dry)
+  uint64_t asleep_backoff_us = 0;   // relay thread only: how long a thread found asleep is not
+                                    // looked at again (doubling while it stays asleep)
 };
 
 struct Client {
