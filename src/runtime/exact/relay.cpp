@@ -467,8 +467,7 @@ uint64_t unsimulated(Lane* lane) {
 }  // namespace
 
 uint64_t leftover() noexcept {
-  if (!s.done.load(std::memory_order_acquire) || s.abandon.load(std::memory_order_relaxed))
-    return 0;
+  if (!s.done.load(std::memory_order_acquire)) return 0;
   uint64_t n = s.refused_retired;
   for (uint32_t i = 0; i < s.nopen; ++i) n += unsimulated(s.open[i]);
   const uint32_t enrolled = s.enrolled.load(std::memory_order_acquire);

@@ -82,8 +82,9 @@ void abandon() noexcept;
 // The relay gave up on a solo owner that stayed inside an inline access (see Stall); it is
 // done, as after stop(), and stop() returns true at once.
 bool stalled() noexcept;
-// After stop() returned true (or stalled()) and recording stopped: accesses pushed but never
-// simulated, left in the rings or refused by a full ring. 0 after abandon().
+// After stop() returned true (or stalled()) and recording stopped, also after abandon(): accesses
+// pushed but never simulated, left in the rings or refused by a full ring. 0 while the relay is
+// not done.
 uint64_t leftover() noexcept;
 
 // ---- inline parts ----

@@ -559,7 +559,9 @@ void finish(int term_signal) {
       g.dropped_accesses.fetch_add(relay::leftover(), std::memory_order_relaxed);
     } else if (self != nullptr && self->relayed &&
                self->lane.busy.load(std::memory_order_acquire)) {
-      relay::abandon();
+      relay::abandon();  // it stops at its next check; then what it never simulated is counted
+      if (relay::stop(100))
+        g.dropped_accesses.fetch_add(relay::leftover(), std::memory_order_relaxed);
     } else if (relay::stop(5000)) {
       g.dropped_accesses.fetch_add(relay::leftover(), std::memory_order_relaxed);
     }
