@@ -89,13 +89,12 @@ void FaLru::build_order() {
   }
   head_ = byage.front();
   tail_ = byage.back();
-  ordered_ = true;
 }
 
 bool FaLru::access_slow(uint64_t line) {
   mru_ = line;
   uint32_t n = find(line);
-  if (!ordered_) {
+  if (!full()) {
     if (n != kNil) {
       nodes_[n].stamp = ++clock_;
       return true;
@@ -104,7 +103,7 @@ bool FaLru::access_slow(uint64_t line) {
     nodes_[n].key = line;
     nodes_[n].stamp = ++clock_;
     table_insert(Slot{fp_of(line), n});
-    if (size_ == cap_) build_order();
+    if (full()) build_order();
     return false;
   }
   if (n != kNil) {

@@ -49,7 +49,7 @@ class FaLru {
     uint64_t key;  // the line
     union {
       struct {
-        uint32_t prev, next;  // once ordered_
+        uint32_t prev, next;  // once full
       };
       uint64_t stamp;  // until then: when it was last accessed (clock_)
     };
@@ -67,6 +67,7 @@ class FaLru {
   size_t dist(size_t i, uint32_t fp) const { return (i - home(fp)) & mask_; }
   bool access_slow(uint64_t line);
   void build_order();  // the cache just filled: link the nodes by stamp, most recent first
+  bool full() const { return size_ == cap_; }  // recency is a list from then on
   uint32_t find(uint64_t line) const;
   void unlink(uint32_t n);
   void push_front(uint32_t n);
@@ -75,9 +76,8 @@ class FaLru {
 
   uint32_t cap_;
   uint32_t size_ = 0;
-  uint32_t head_ = kNil, tail_ = kNil;  // once ordered_
-  bool ordered_ = false;
-  uint64_t clock_ = 0;              // until ordered_
+  uint32_t head_ = kNil, tail_ = kNil;  // once full
+  uint64_t clock_ = 0;              // until full
   uint64_t mru_ = ~uint64_t(0);     // the most recently accessed line (never a line address)
   std::vector<Node> nodes_;
   std::vector<Slot> table_;  // power of two, load factor <= 1/2

@@ -179,9 +179,9 @@ inline void unlock_entry(Entry* e, List* l) noexcept {
   e->store(reinterpret_cast<uintptr_t>(l), std::memory_order_release);
 }
 
-// Index of the item containing chunk offset `off`, or -1. Items never overlap.
-inline int find_item(List* l, uint32_t off) noexcept {
-  Item* it = l->items();
+// How many items start at or before chunk offset `off` (items are sorted by start).
+inline uint32_t items_from(List* l, uint32_t off) noexcept {
+  const Item* it = l->items();
   uint32_t lo = 0, hi = l->count;
   while (lo < hi) {  // first item with lo > off
     const uint32_t mid = (lo + hi) / 2;
@@ -191,8 +191,13 @@ inline int find_item(List* l, uint32_t off) noexcept {
       hi = mid;
     }
   }
-  if (lo == 0) return -1;
-  return off < it[lo - 1].hi ? static_cast<int>(lo - 1) : -1;
+  return lo;
+}
+
+// Index of the item containing chunk offset `off`, or -1. Items never overlap.
+inline int find_item(List* l, uint32_t off) noexcept {
+  const uint32_t n = items_from(l, off);
+  return n > 0 && off < l->items()[n - 1].hi ? static_cast<int>(n - 1) : -1;
 }
 
 // Removes item i. An emptied list is kept (and reused by the next insert): programs that
@@ -712,19 +717,14 @@ uint64_t object_detaches() noexcept { return g_detaches.load(std::memory_order_a
 uint64_t object_attaches() noexcept { return g_attaches.load(std::memory_order_acquire); }
 
 namespace {
-// Whether the entry lists an item overlapping chunk offsets [a, b). Items are sorted and
+// Whether the entry lists an item overlapping chunk offsets [a, b), a < b. Items are sorted and
 // disjoint, so the last one starting before b is the only candidate.
 bool entry_overlaps(Entry* e, uint32_t a, uint32_t b) noexcept {
   if (e == nullptr) return false;
   List* l = lock_entry_if_list(e);
   if (l == nullptr) return false;
-  const Item* it = l->items();
-  uint32_t lo = 0, hi = l->count;
-  while (lo < hi) {  // first item with lo >= b
-    const uint32_t mid = (lo + hi) / 2;
-    if (it[mid].lo < b) lo = mid + 1; else hi = mid;
-  }
-  const bool hit = lo > 0 && it[lo - 1].hi > a;
+  const uint32_t n = items_from(l, b - 1);
+  const bool hit = n > 0 && l->items()[n - 1].hi > a;
   unlock_entry(e, l);
   return hit;
 }

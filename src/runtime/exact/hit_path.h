@@ -23,14 +23,24 @@ struct HitPath {
 };
 extern constinit thread_local HitPath t_hit __attribute__((tls_model("initial-exec")));
 
-__attribute__((always_inline)) inline bool take_hit(uintptr_t ip, uintptr_t addr, uint32_t size, bool write) noexcept {
-  HitPath& h = t_hit;
-  if (h.memo == nullptr) return false;
-  profile::InstructionRecord* s = h.ips->find_hot(ip - 1);
-  if (s == nullptr || !h.memo->try_hit(addr, size, write)) return false;
-  ++*h.accesses;
+// A hit on `memo` by the instruction before return address `ip`, if its record is cached: the
+// memo's line and the instruction's and thread's access counts change, nothing else. False,
+// having changed nothing, otherwise. For the thread that owns the memo only.
+__attribute__((always_inline)) inline bool memo_hit(sim::HitMemo* memo, IpTable* ips,
+                                                    uint64_t* accesses, uintptr_t ip,
+                                                    uintptr_t addr, uint32_t size,
+                                                    bool write) noexcept {
+  profile::InstructionRecord* s = ips->find_hot(ip - 1);
+  if (s == nullptr || !memo->try_hit(addr, size, write)) return false;
+  ++*accesses;
   s->accesses[write]++;
   return true;
+}
+
+__attribute__((always_inline)) inline bool take_hit(uintptr_t ip, uintptr_t addr, uint32_t size,
+                                                    bool write) noexcept {
+  const HitPath& h = t_hit;
+  return h.memo != nullptr && memo_hit(h.memo, h.ips, h.accesses, ip, addr, size, write);
 }
 
 }  // namespace whymiss::rt

@@ -161,6 +161,12 @@ bool wait_for(Lane* lane, AccessRecord* r) {
 // 1.6 ms instead of per 0.2 ms: true_sharing made 467 instead of 3,103 opens.
 constexpr uint64_t kAsleepRecheckUs = 200;
 constexpr uint64_t kAsleepRecheckMaxUs = 1600;
+
+// The next period of a doubling back-off: `first` after none, else twice `last`, at most `cap`.
+uint64_t next_backoff(uint64_t last, uint64_t first, uint64_t cap) {
+  return last == 0 ? first : last < cap / 2 ? 2 * last : cap;
+}
+
 bool worth_waiting(Lane* lane) {
   if (lane->live) return true;
   const uint64_t now = now_us();
@@ -169,10 +175,8 @@ bool worth_waiting(Lane* lane) {
     lane->asleep_backoff_us = 0;
     return true;
   }
-  lane->asleep_backoff_us = lane->asleep_backoff_us == 0 ? kAsleepRecheckUs
-                            : lane->asleep_backoff_us < kAsleepRecheckMaxUs
-                                ? 2 * lane->asleep_backoff_us
-                                : kAsleepRecheckMaxUs;
+  lane->asleep_backoff_us =
+      next_backoff(lane->asleep_backoff_us, kAsleepRecheckUs, kAsleepRecheckMaxUs);
   lane->asleep_until_us = now + lane->asleep_backoff_us;
   return false;
 }
@@ -204,8 +208,7 @@ bool round(Lane** open, uint32_t* nopen, Lane** only) {
       // Runnable (or unknown) but dry for a whole wait: busy outside instrumented code, or not
       // readable. Skip it for a while, longer each time, so it costs a fraction of a wait per
       // round instead of a wait per round.
-      lane->backoff_us = lane->backoff_us ? (lane->backoff_us < 64000 ? lane->backoff_us * 2 : 64000)
-                                          : kLiveWaitUs;
+      lane->backoff_us = next_backoff(lane->backoff_us, kLiveWaitUs, 64000);
       lane->asleep_until_us = now_us() + lane->backoff_us;
     }
     lane->ring->publish();

@@ -69,7 +69,7 @@ struct ThreadState {
     uintptr_t start = 0, end = 0;
     HeapObject* obj = nullptr;
   };
-  static constexpr uint32_t kCachedObjects = 128;  // a power of two (see count_miss_in_object)
+  static constexpr uint32_t kCachedObjects = 128;  // a power of two (see page_slot)
   CachedObject objects[kCachedObjects];
   uint64_t objects_epoch = 0;
   // Pages in which no live object was found (globals, stacks): their misses skip the store's
@@ -295,22 +295,9 @@ void count_object_miss(HeapObject& o, void* arg) {
   h->obj = &o;
 }
 
-bool count_miss_in_live_object(ThreadState* t, uintptr_t addr, ObjectHit* hit);
-
-// with_object(addr, count_object_miss, hit), skipping pages known to hold no object. Safe with
-// other threads too: an object that becomes live changes the epoch before anyone can access it,
-// and so before the access reaches the simulator.
-bool count_miss_in_object(ThreadState* t, uintptr_t addr, ObjectHit* hit) {
-  const uint64_t attaches = object_attaches();
-  const uint64_t page = addr >> 12;
-  auto& clear = t->clear_pages[(page * 0x9E3779B97F4A7C15ull) >>
-                               (64 - __builtin_ctz(ThreadState::kClearPages))];
-  if (clear.page_plus_one == page + 1 && clear.epoch == attaches) return false;
-  if (!count_miss_in_live_object(t, addr, hit)) {
-    if (page_without_objects(addr)) clear = ThreadState::ClearPage{page + 1, attaches};
-    return false;
-  }
-  return true;
+// Which of n (a power of two) per-thread slots a 4 KiB page uses.
+inline size_t page_slot(uint64_t page, uint32_t n) {
+  return size_t((page * 0x9E3779B97F4A7C15ull) >> (64 - __builtin_ctz(n)));
 }
 
 // with_object(addr, count_object_miss, hit), through the thread's object cache while the process
@@ -323,14 +310,28 @@ bool count_miss_in_live_object(ThreadState* t, uintptr_t addr, ObjectHit* hit) {
     for (auto& c : t->objects) c = ThreadState::CachedObject{};
     t->objects_epoch = epoch;
   }
-  auto& c = t->objects[((addr >> 12) * 0x9E3779B97F4A7C15ull) >>
-                       (64 - __builtin_ctz(ThreadState::kCachedObjects))];
+  auto& c = t->objects[page_slot(addr >> 12, ThreadState::kCachedObjects)];
   if (c.obj != nullptr && addr - c.start < c.end - c.start) {
     count_object_miss(*c.obj, hit);
     return true;
   }
   if (!with_object(addr, count_object_miss, hit)) return false;
   c = ThreadState::CachedObject{hit->obj->start, hit->obj->start + hit->obj->size, hit->obj};
+  return true;
+}
+
+// with_object(addr, count_object_miss, hit), skipping pages known to hold no object. Safe with
+// other threads too: an object that becomes live changes the epoch before anyone can access it,
+// and so before the access reaches the simulator.
+bool count_miss_in_object(ThreadState* t, uintptr_t addr, ObjectHit* hit) {
+  const uint64_t attaches = object_attaches();
+  const uint64_t page = addr >> 12;
+  auto& clear = t->clear_pages[page_slot(page, ThreadState::kClearPages)];
+  if (clear.page_plus_one == page + 1 && clear.epoch == attaches) return false;
+  if (!count_miss_in_live_object(t, addr, hit)) {
+    if (page_without_objects(addr)) clear = ThreadState::ClearPage{page + 1, attaches};
+    return false;
+  }
   return true;
 }
 
@@ -415,11 +416,8 @@ __attribute__((noinline)) void solo_access(ThreadState* t, uintptr_t ret, uintpt
   t->lane.busy.store(1, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);  // paired with the relay's membarrier
   if (relay::solo() == &t->lane) {
-    InstructionRecord* s = t->ips.find_hot(ret - 1);
-    if (s && t->memo->try_hit(addr, size, write)) {
-      t->accesses++;
-      s->accesses[write]++;
-    } else if (!t_in_runtime && size != 0 && g.state.load(std::memory_order_relaxed) == kRecording) {
+    if (!memo_hit(t->memo, &t->ips, &t->accesses, ret, addr, size, write) && !t_in_runtime &&
+        size != 0 && g.state.load(std::memory_order_relaxed) == kRecording) {
       inside(t, [&] { record(t, ret ? ret - 1 : 0, addr, size, write); });
     }
     t->lane.busy.store(0, std::memory_order_release);
@@ -555,16 +553,15 @@ void finish(int term_signal) {
   // already done: nothing more is simulated, what it never simulated is counted.
   if (g.relay_mode && !relay::on_relay_thread()) {
     ThreadState* self = t_state;
-    if (relay::stalled()) {
-      g.dropped_accesses.fetch_add(relay::leftover(), std::memory_order_relaxed);
-    } else if (self != nullptr && self->relayed &&
-               self->lane.busy.load(std::memory_order_acquire)) {
-      relay::abandon();  // it stops at its next check; then what it never simulated is counted
-      if (relay::stop(100))
-        g.dropped_accesses.fetch_add(relay::leftover(), std::memory_order_relaxed);
-    } else if (relay::stop(5000)) {
-      g.dropped_accesses.fetch_add(relay::leftover(), std::memory_order_relaxed);
+    bool done = relay::stalled();
+    if (!done && self != nullptr && self->relayed &&
+        self->lane.busy.load(std::memory_order_acquire)) {
+      relay::abandon();  // it stops at its next check
+      done = relay::stop(100);
+    } else if (!done) {
+      done = relay::stop(5000);
     }
+    if (done) g.dropped_accesses.fetch_add(relay::leftover(), std::memory_order_relaxed);
   }
   // Let accesses in flight on other threads complete before their tables are read.
   if (g.membarrier_ok) syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
