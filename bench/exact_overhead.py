@@ -30,6 +30,8 @@ import sys
 import tempfile
 import time
 
+from timing import CACHEGRIND, timed
+
 # Scales: native >= ~0.2 s for the single-threaded programs with exact mode under ~60 s; the
 # sharing programs at 10 (at 1 cachegrind's start-up was most of its time; see bench/README.md).
 DEFAULT = [
@@ -41,18 +43,7 @@ DEFAULT = [
     ("capacity", 50), ("capacity_fixed", 60),
     ("control", 85),
 ]
-CG = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--D1=49152,12,64", "--LL=33554432,16,64",
-      "--cachegrind-out-file=/dev/null"]
 
-
-def timed(cmd, timeout):
-    t0 = time.perf_counter()
-    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=timeout)
-    dt = time.perf_counter() - t0
-    if r.returncode != 0:
-        sys.stderr.write(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-2000:]}\n")
-        sys.exit(2)
-    return dt
 
 
 def marginal(t, scale):
@@ -136,9 +127,9 @@ def main():
         cmds[name] = {
             "native": [native, str(scale)],
             "exact": [whymiss, "record", "--mode", "exact", *cache, "-o", prof, "--", exact, str(scale)],
-            "cachegrind": CG + [native, str(scale)],
+            "cachegrind": CACHEGRIND + [native, str(scale)],
             "exact1": [whymiss, "record", "--mode", "exact", *cache, "-o", prof, "--", exact, "1"],
-            "cachegrind1": CG + [native, "1"],
+            "cachegrind1": CACHEGRIND + [native, "1"],
         }
 
     print(f"machine: {cpu_model()}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}")

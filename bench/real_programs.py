@@ -28,11 +28,10 @@ import statistics
 import subprocess
 import sys
 import tarfile
-import time
+
+from timing import CACHEGRIND, timed
 
 PACKAGES = {"lz4": "lz4", "zstd": "libzstd"}  # program -> Debian source package
-CG = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--D1=49152,12,64", "--LL=33554432,16,64",
-      "--cachegrind-out-file=/dev/null"]
 DEB_SRC = """Types: deb-src
 URIs: http://deb.debian.org/debian
 Suites: bookworm
@@ -56,29 +55,35 @@ def run(cmd, cwd=None, env=None, log=None):
     return r.stdout
 
 
+def orig_tarballs(src):
+    """{program: its .orig tarball in src, or None}."""
+    def one(pkg):
+        tars = [t for t in sorted(glob.glob(os.path.join(src, f"{pkg}_*.orig.tar.*"))) if not t.endswith(".asc")]
+        return tars[0] if tars else None
+    return {p: one(pkg) for p, pkg in PACKAGES.items()}
+
+
 def fetch(work, log):
     """Downloads the source packages into work/src (once) and returns {program: orig tarball}."""
     src = os.path.join(work, "src")
     os.makedirs(os.path.join(src, "lists", "partial"), exist_ok=True)
-    have = {p: sorted(glob.glob(os.path.join(src, f"{pkg}_*.orig.tar.*"))) for p, pkg in PACKAGES.items()}
-    if all(v and not v[0].endswith(".asc") for v in have.values()):
-        return {p: v[0] for p, v in have.items()}
+    tars = orig_tarballs(src)
+    if all(tars.values()):
+        return tars
     if os.geteuid() != 0:
-        fail("fetching the Debian sources needs root (apt-get); run as root or unpack them into "
-             f"{src} by hand")
+        fail("fetching the Debian sources needs root (apt-get); run as root or put their .orig "
+             f"tarballs into {src}")
     with open(os.path.join(src, "deb-src.sources"), "w") as f:
         f.write(DEB_SRC)
     apt = ["apt-get", "-o", "Dir::Etc::SourceList=/dev/null", "-o", f"Dir::Etc::SourceParts={src}",
            "-o", f"Dir::State::Lists={os.path.join(src, 'lists')}"]
     run(apt + ["update"], log=log)
     run(apt + ["source", "--download-only", *PACKAGES.values()], cwd=src, log=log)
-    out = {}
-    for p, pkg in PACKAGES.items():
-        tars = [t for t in sorted(glob.glob(os.path.join(src, f"{pkg}_*.orig.tar.*"))) if not t.endswith(".asc")]
-        if not tars:
-            fail(f"apt-get source {pkg} left no .orig tarball in {src}")
-        out[p] = tars[0]
-    return out
+    tars = orig_tarballs(src)
+    for p, tar in tars.items():
+        if not tar:
+            fail(f"apt-get source {PACKAGES[p]} left no .orig tarball in {src}")
+    return tars
 
 
 def unpack(tar, dest):
@@ -123,14 +128,6 @@ def corpus(path, size=8_000_000):
         f.write("".join(out)[:size])
     os.replace(path + ".tmp", path)
 
-
-def timed(cmd, timeout=600):
-    t0 = time.perf_counter()
-    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=timeout)
-    dt = time.perf_counter() - t0
-    if r.returncode != 0:
-        fail(f"'{' '.join(cmd)}' failed ({r.returncode}):\n{r.stderr[-1500:]}")
-    return dt
 
 
 def main():
@@ -180,7 +177,7 @@ def main():
                 threads[name] = json.loads(rep_json)["threads"]
             except (ValueError, KeyError):
                 fail(f"whymiss report could not read the profile of {name}")
-            times[name]["cachegrind"].append(timed(CG + [native, *argv]))
+            times[name]["cachegrind"].append(timed(CACHEGRIND + [native, *argv]))
             sys.stderr.write(f"rep {rep + 1}/{args.reps} {name}: "
                              + ", ".join(f"{k} {v[-1]:.2f}s" for k, v in times[name].items()) + "\n")
     print(f"sources: {', '.join(os.path.basename(t) for t in tars.values())}; input: 8 MB of text; "

@@ -1,0 +1,20 @@
+"""What the speed benchmarks share: the cachegrind command they time exact mode against, and one
+timed run. (exact_overhead.py, real_programs.py)"""
+import subprocess
+import sys
+import time
+
+# Cachegrind with this machine's L1D and L3 as D1 and LL; no output file (only its time counts).
+CACHEGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--D1=49152,12,64",
+              "--LL=33554432,16,64", "--cachegrind-out-file=/dev/null"]
+
+
+def timed(cmd, timeout=600):
+    """Wall seconds of one run of cmd (output discarded); exits 2 with its stderr if it fails."""
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    dt = time.perf_counter() - t0
+    if r.returncode != 0:
+        sys.stderr.write(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-2000:]}\n")
+        sys.exit(2)
+    return dt
