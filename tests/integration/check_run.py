@@ -33,55 +33,63 @@ def main():
     ap.add_argument("--expect-mode")
     ap.add_argument("--args", nargs="*", default=[])
     ap.add_argument("--expect-note", help="text that one of the report's notes must contain")
+    ap.add_argument("--complete", action="store_true",
+                    help="exact mode: no access may be dropped (every one simulated)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run this many times, each asserted (for checks that timing can upset)")
     a = ap.parse_args()
 
-    with tempfile.TemporaryDirectory() as tmp:
-        prof = os.path.join(tmp, "p.data")
-        rep = os.path.join(tmp, "r.json")
-        cmd = [a.whymiss, "run", "--mode", a.mode, "-o", prof, "--format", "json",
-               "--output", rep] + a.extra + ["--", a.program] + a.args
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        if r.returncode != 0:
-            return fail(f"whymiss exited {r.returncode}: {r.stderr.strip()}")
-        if not os.path.exists(rep):
-            return fail("no report was written")
-        with open(rep) as f:
-            report = json.load(f)
-        want_mode = a.expect_mode or (a.mode if a.mode != "auto" else None)
-        if want_mode and report.get("mode") != want_mode:
-            return fail(f"mode is {report.get('mode')!r}, expected {want_mode!r}")
-        if a.expect_note:
-            notes = report.get("notes", []) + report.get("collector_notes", [])
-            if not any(a.expect_note in str(n) for n in notes):
-                return fail(f"no note mentions {a.expect_note!r}: {notes}")
-        exit_info = report.get("exit", {})
-        if a.signal and exit_info.get("signal") != a.signal:
-            return fail(f"expected the program to end by signal {a.signal}, report says {exit_info}")
-        if not a.signal and exit_info.get("code") != a.exit_code:
-            return fail(f"expected exit code {a.exit_code}, report says {exit_info}")
-        if report["totals"]["accesses"] <= 0 and report.get("mode") == "exact":
-            return fail("the profile recorded no accesses")
-        if a.same_output:
-            native = subprocess.run([a.same_output] + a.args, capture_output=True, text=True,
-                                    timeout=600)
-            if native.stdout != r.stdout:
-                return fail(f"output changed under profiling: {r.stdout!r} vs {native.stdout!r}")
-        findings = report["findings"]
-        verdicts = [(f["kind"], f["origin"]) for f in findings]
-        if a.expect:
-            if not findings:
-                return fail(f"expected {a.expect}, got no finding; notes: {report.get('notes')}")
-            if tuple(a.expect) != verdicts[0]:
-                return fail(f"expected top finding {tuple(a.expect)}, got {verdicts}")
-            top = findings[0]
-            if not top["instructions"] or not top["objects"]:
-                return fail(f"the top finding names no instruction or object: {top}")
-            if not any(i.get("line", 0) > 0 for i in top["instructions"]):
-                return fail(f"no instruction of the top finding has a source line: {top['instructions']}")
-        if a.absent and tuple(a.absent) in verdicts:
-            return fail(f"expected no {tuple(a.absent)} finding, got {verdicts}")
-        if a.none and findings:
-            return fail(f"expected no finding, got {verdicts}")
+    for attempt in range(a.repeat):
+        with tempfile.TemporaryDirectory() as tmp:
+            prof = os.path.join(tmp, "p.data")
+            rep = os.path.join(tmp, "r.json")
+            cmd = [a.whymiss, "run", "--mode", a.mode, "-o", prof, "--format", "json",
+                   "--output", rep] + a.extra + ["--", a.program] + a.args
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            if r.returncode != 0:
+                return fail(f"whymiss exited {r.returncode}: {r.stderr.strip()}")
+            if not os.path.exists(rep):
+                return fail("no report was written")
+            with open(rep) as f:
+                report = json.load(f)
+            want_mode = a.expect_mode or (a.mode if a.mode != "auto" else None)
+            if want_mode and report.get("mode") != want_mode:
+                return fail(f"mode is {report.get('mode')!r}, expected {want_mode!r}")
+            if a.expect_note:
+                notes = report.get("notes", []) + report.get("collector_notes", [])
+                if not any(a.expect_note in str(n) for n in notes):
+                    return fail(f"no note mentions {a.expect_note!r}: {notes}")
+            exit_info = report.get("exit", {})
+            if a.signal and exit_info.get("signal") != a.signal:
+                return fail(f"expected the program to end by signal {a.signal}, report says {exit_info}")
+            if not a.signal and exit_info.get("code") != a.exit_code:
+                return fail(f"expected exit code {a.exit_code}, report says {exit_info}")
+            if report["totals"]["accesses"] <= 0 and report.get("mode") == "exact":
+                return fail("the profile recorded no accesses")
+            if a.complete and report["totals"].get("dropped_accesses") != 0:
+                return fail(f"run {attempt + 1} of {a.repeat} dropped "
+                            f"{report['totals'].get('dropped_accesses')} accesses")
+            if a.same_output:
+                native = subprocess.run([a.same_output] + a.args, capture_output=True, text=True,
+                                        timeout=600)
+                if native.stdout != r.stdout:
+                    return fail(f"output changed under profiling: {r.stdout!r} vs {native.stdout!r}")
+            findings = report["findings"]
+            verdicts = [(f["kind"], f["origin"]) for f in findings]
+            if a.expect:
+                if not findings:
+                    return fail(f"expected {a.expect}, got no finding; notes: {report.get('notes')}")
+                if tuple(a.expect) != verdicts[0]:
+                    return fail(f"expected top finding {tuple(a.expect)}, got {verdicts}")
+                top = findings[0]
+                if not top["instructions"] or not top["objects"]:
+                    return fail(f"the top finding names no instruction or object: {top}")
+                if not any(i.get("line", 0) > 0 for i in top["instructions"]):
+                    return fail(f"no instruction of the top finding has a source line: {top['instructions']}")
+            if a.absent and tuple(a.absent) in verdicts:
+                return fail(f"expected no {tuple(a.absent)} finding, got {verdicts}")
+            if a.none and findings:
+                return fail(f"expected no finding, got {verdicts}")
     print("ok:", " ".join(os.path.basename(x) for x in [a.program]), verdicts if not a.profile_only else "")
     return 0
 

@@ -284,6 +284,9 @@ void* relay_main(void*) {
   uint64_t sole_since_us = 0;
   for (unsigned idle = 0;;) {
     if (s.abandon.load(std::memory_order_acquire)) break;
+    // Read before the rings are: the pushes that came before stop() (its caller's last ones
+    // included) are then seen below, so an empty pass after it really means nothing is left.
+    const bool stopping = s.stop.load(std::memory_order_seq_cst);
     const uint32_t n = s.enrolled.load(std::memory_order_acquire);
     while (seen < n) {
       Lane* lane = s.lanes[seen].load(std::memory_order_acquire);
@@ -327,7 +330,7 @@ void* relay_main(void*) {
         continue;
       }
     }
-    if (s.stop.load(std::memory_order_acquire)) break;  // every ring was empty in that round
+    if (stopping) break;  // every ring was empty in a pass that began after stop()
     if (++idle < 256) {
       __builtin_ia32_pause();
       continue;
