@@ -115,6 +115,23 @@ struct HitMemo {
     bump(write);
     return true;
   }
+  // Like try_hit, for a core whose lines another thread may invalidate or downgrade meanwhile
+  // (exact mode's relay), and changing nothing but `hits`: true only when the line is held, the
+  // access's granules are already in the tenure mask and, for a write, the copy is already M and
+  // dirty. Each field is read once, before or after such a change; every after-value fails a
+  // check, so a true answer orders this hit before the change. The caller bumps `hits` (the
+  // memo itself, line..entry, must not change meanwhile: only the core's own feeder sets it).
+  bool holds(uint64_t addr, uint32_t size, bool write) const {
+    const uint64_t off = addr - base;
+    if (off >= line_bytes || off + size > line_bytes || __atomic_load_n(tag, __ATOMIC_RELAXED) != line)
+      return false;
+    const uint64_t need = granule_shift == 0 ? ((uint64_t(2) << (size - 1)) - 1) << off
+                                             : granule_mask(addr, size, line_shift, granule_shift);
+    const Mesi st = __atomic_load_n(&entry->state, __ATOMIC_RELAXED);
+    if (write ? st != Mesi::M || !__atomic_load_n(&entry->dirty, __ATOMIC_RELAXED) : st == Mesi::I)
+      return false;
+    return (__atomic_load_n(&entry->mask, __ATOMIC_RELAXED) & need) == need;
+  }
 };
 
 // What happened to one line-sized piece of an access, per level it reached.

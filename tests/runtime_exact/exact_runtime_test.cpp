@@ -59,12 +59,13 @@ TEST(ExactRuntime, AFreedObjectsMissesStayItsOwnWhenItsMemoryIsReused) {
   std::system((std::string("rm -rf ") + dir).c_str());
 }
 
-whymiss::profile::Profile record(const std::string& program, const std::string& args) {
+whymiss::profile::Profile record(const std::string& program, const std::string& args,
+                                 const std::string& options = "") {
   char dir[] = "/tmp/whymiss-exact-rt-XXXXXX";
   if (!mkdtemp(dir)) return {};
   const std::string prof = std::string(dir) + "/p.data";
-  run(std::string(WHYMISS_BIN) + " record --mode exact -o " + prof + " -- " + program + " " + args +
-      " >/dev/null 2>&1");
+  run(std::string(WHYMISS_BIN) + " record --mode exact " + options + " -o " + prof + " -- " +
+      program + " " + args + " >/dev/null 2>&1");
   auto p = whymiss::profile::read_profile(prof);
   std::system((std::string("rm -rf ") + dir).c_str());
   EXPECT_TRUE(p) << p.error();
@@ -100,6 +101,32 @@ TEST(ExactRuntime, TheRelayAndItsSoloLoanCountALoopAsASingleThreadedRunDoes) {
   // The sleeper's 1000 writes, and nothing lost or repeated.
   EXPECT_GE(woken.meta.accesses, alone.meta.accesses + 1000);
   EXPECT_LE(woken.meta.accesses, alone.meta.accesses + 1016);
+}
+
+// Threads with lines of their own take their hits on them themselves (held hits, hit_path.h)
+// while the relay simulates their misses. The two must neither lose, repeat nor disturb an access:
+// with nothing shared, every count is known. Per thread: 3 x 64 x 4096 iterations of a volatile
+// increment (a read and a write of its own line) and, every 64th, a read of one line of its
+// 4096-line array, cycling: all L1 misses (the array is far above L1, fully associative or not),
+// the first pass compulsory; its own line misses once.
+TEST(ExactRuntime, HeldHitsAndTheRelayTogetherCountEveryAccessOfPrivateData) {
+  const auto p = record(WHYMISS_HELD_HITS, "", "--cache L1=48K:12:64,L2=1M:16:64,L3=32M:16:64");
+  ASSERT_FALSE(p.counters.empty());
+  constexpr uint64_t kIters = 3 * 64 * 4096, kArrayReads = kIters / 64, kLines = 4096;
+  constexpr int kCompulsory = 1, kCapacity = 2, kConflict = 3, kTrue = 4, kFalse = 5;
+  // Each thread also reads its array pointer and writes its sum once; main sets up and prints.
+  const uint64_t threads = 2 * (2 * kIters + kArrayReads + 2);
+  EXPECT_GE(p.meta.accesses, threads);
+  EXPECT_LE(p.meta.accesses, threads + 32);
+  EXPECT_EQ(p.meta.dropped_accesses, 0u);
+  EXPECT_EQ(level_kind(p, 0, kCapacity), 2 * (kArrayReads - kLines));
+  EXPECT_EQ(level_kind(p, 0, kConflict), 0u);
+  // main writes each slot before its thread starts and reads it after the join: at most two
+  // sharing misses per slot, none in the loops.
+  EXPECT_LE(level_kind(p, 0, kTrue) + level_kind(p, 0, kFalse), 4u);
+  EXPECT_GE(level_kind(p, 0, kCompulsory), 2 * (kLines + 1));
+  EXPECT_LE(level_kind(p, 0, kCompulsory), 2 * (kLines + 1) + 16);
+  EXPECT_EQ(level_kind(p, 1, kCapacity) + level_kind(p, 1, kConflict), 0u);  // 256 KiB fits L2
 }
 
 }  // namespace

@@ -237,5 +237,39 @@ TEST(SimCoherence, HitsDuringSnoopsKeepExactKinds) {
   EXPECT_EQ(misses(c, 0, Outcome::Compulsory), 2u * 8 + 2);
 }
 
+// HitMemo::holds, exact mode's held hits (src/runtime/exact/hit_path.h): true only for an access
+// that needs no change to the simulator's state, and false as soon as another core's access took
+// the line away or downgraded it. It never changes anything itself.
+TEST(SimCoherence, HeldHitsNeedTheLineTheTouchedBytesAndForWritesAModifiedCopy) {
+  auto h = make(small(), cores(2));
+  HitMemo* m = h->hit_memo(0);
+  h->access(0, 0x1000, 8, false);  // core 0 reads bytes 0-7: E, clean
+  EXPECT_TRUE(m->holds(0x1000, 8, false));
+  EXPECT_TRUE(m->holds(0x1004, 4, false));   // bytes it already touched
+  EXPECT_FALSE(m->holds(0x1008, 8, false));  // new bytes: the tenure mask would change
+  EXPECT_FALSE(m->holds(0x1000, 8, true));   // a write would make it M and dirty
+  EXPECT_FALSE(m->holds(0x1040, 8, false));  // another line
+  EXPECT_FALSE(m->holds(0x0ffc, 8, false));  // straddles into the line before
+
+  h->access(0, 0x1000, 8, true);  // now M and dirty
+  EXPECT_TRUE(m->holds(0x1000, 8, true));
+  EXPECT_TRUE(m->holds(0x1002, 2, true));
+  const auto before = h->counters();
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(m->holds(0x1000, 8, i % 2 == 0));
+  const auto after = h->counters();
+  EXPECT_EQ(after.level[0].accesses(), before.level[0].accesses());
+  EXPECT_EQ(after.level[0].hits(), before.level[0].hits());
+
+  h->access(1, 0x1000, 8, false);  // core 1 reads: core 0's copy is downgraded to S
+  EXPECT_FALSE(m->holds(0x1000, 8, true));
+  h->access(1, 0x1008, 8, true);  // core 1 writes: core 0's copy is gone
+  EXPECT_FALSE(m->holds(0x1000, 8, false));
+  EXPECT_FALSE(m->holds(0x1000, 8, true));
+  // Core 0 reads again (a sharing miss): held again, for reads.
+  h->access(0, 0x1000, 8, false);
+  EXPECT_TRUE(m->holds(0x1000, 8, false));
+  EXPECT_FALSE(m->holds(0x1000, 8, true));
+}
+
 }  // namespace
 }  // namespace whymiss::sim

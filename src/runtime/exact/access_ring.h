@@ -38,6 +38,14 @@ class AccessRing {
     return true;
   }
   uint64_t produced() const noexcept { return head_.load(std::memory_order_acquire); }
+  // Whether the consumer had finished with everything pushed (see done()/publish()) when the
+  // producer last looked, which costs nothing: what the consumer wrote while working on those
+  // records is then visible here. look() looks again, reading the consumer's line.
+  bool drained() const noexcept { return tail_seen_ == head_.load(std::memory_order_relaxed); }
+  bool look() noexcept {
+    tail_seen_ = tail_.load(std::memory_order_acquire);
+    return drained();
+  }
 
   // Consumer. pop() takes the oldest record, if any; done() says the consumer is finished with
   // it. Room (and "consumed") becomes visible to the producer every kPublishEvery done()s and at

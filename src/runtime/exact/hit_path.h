@@ -4,14 +4,26 @@
 // touched last, held with enough rights, changes only counters and the line's granule mask
 // (sim::HitMemo): no call, no errno, no allocation. Everything else goes to on_access.
 //
-// Contract: t_hit.memo is non-null only while the thread may use its core's memo directly (the
-// process has this one recording thread and the relay does not run; runtime.cpp keeps it equal
-// to ThreadState::memo for such a thread and null otherwise). Called with the ABI layer's
-// re-entrancy flag set, so a signal handler's accesses never meet a half-done update here.
+// In a multi-threaded program (the relay runs, one simulated core per thread) a thread takes
+// such a "held hit" itself only while the relay has simulated everything any thread pushed
+// (relay::quiet(), its own ring drained), and only one that changes no simulator state
+// (HitMemo::holds): a line it holds, words it already touched in this tenure, a write only to a
+// line already modified. It then takes effect when it happens, after every queued access, as on a
+// core that owns the line; everything else still goes through the relay, in its interleaving.
+// Waiting for quiet keeps causality: an access another thread made before this one (say, the
+// write behind a flag this thread just read) is never simulated after it.
+//
+// Contract: t_hit.memo is non-null only while the thread may use its core's memo directly: the
+// process has this one recording thread and the relay does not run (runtime.cpp keeps it equal
+// to ThreadState::memo for such a thread and null otherwise), or `lane` is set and the thread is
+// the only one on its core. Called with the ABI layer's re-entrancy flag set, so a signal
+// handler's accesses never meet a half-done update here.
 #pragma once
+#include <atomic>
 #include <cstdint>
 
 #include "runtime/common/tables.h"
+#include "runtime/exact/relay.h"
 #include "sim/sim.h"
 
 namespace whymiss::rt {
@@ -20,8 +32,24 @@ struct HitPath {
   sim::HitMemo* memo = nullptr;
   IpTable* ips = nullptr;
   uint64_t* accesses = nullptr;  // the thread's access count
+  relay::Lane* lane = nullptr;   // set: multi-threaded, held hits only (see above)
+  // Accesses to push before the next wait for quiet, and how many to skip after the next wait
+  // that does not pay off: a thread that keeps waiting in vain waits less and less often. A wait
+  // pays off if quiet comes and the next access is then a held hit. It does not if another thread
+  // keeps the relay busy, or contends for the line: the wait then only let the other thread run
+  // alone, turning access-by-access contention into turns.
+  uint32_t skip = 0, backoff = 0;
+  bool waited = false;  // quiet came in a wait; the next held attempt says whether it paid off
 };
+// A thread that has pushed waits for quiet (and then takes held hits again) only once the relay
+// found this many of its accesses in a row to be hits on one line: such a thread would push
+// every access for good otherwise, as the relay never catches up with one that only pushes.
+constexpr uint32_t kHitRunWorthWaiting = 32;
+constexpr uint32_t kMaxWaitBackoff = 1u << 16;
 extern constinit thread_local HitPath t_hit __attribute__((tls_model("initial-exec")));
+// Whether threads with a lane may take held hits: cleared when recording ends (finish, fork), as
+// other threads' t_hit cannot be reached then.
+extern std::atomic<bool> g_held_hits;
 
 // A hit on `memo` by the instruction before return address `ip`, if its record is cached: the
 // memo's line and the instruction's and thread's access counts change, nothing else. False,
@@ -37,10 +65,53 @@ __attribute__((always_inline)) inline bool memo_hit(sim::HitMemo* memo, IpTable*
   return true;
 }
 
+inline void back_off(HitPath& h) noexcept {
+  h.waited = false;
+  h.backoff = h.backoff == 0 ? 1 : h.backoff < kMaxWaitBackoff ? 2 * h.backoff : kMaxWaitBackoff;
+  h.skip = h.backoff;
+}
+
+// A held hit (see above) by a thread that feeds the relay through `h.lane`. The relay (or a solo
+// owner) may invalidate the line while this runs: holds() then either saw the line before that
+// (the hit comes first) or fails.
+__attribute__((noinline)) inline bool held_hit(HitPath& h, uintptr_t ip, uintptr_t addr,
+                                               uint32_t size, bool write) noexcept {
+  relay::Lane* lane = h.lane;
+  if (!relay::quiet() || (!lane->ring->drained() && !lane->ring->look())) {
+    if (h.skip != 0) {
+      --h.skip;
+      return false;
+    }
+    if (lane->hit_run.load(std::memory_order_relaxed) < kHitRunWorthWaiting ||
+        !relay::await_quiet(lane)) {
+      back_off(h);
+      return false;
+    }
+    h.waited = true;
+  }
+  if (!g_held_hits.load(std::memory_order_relaxed)) return false;
+  profile::InstructionRecord* s = h.ips->find_hot(ip - 1);
+  if (s == nullptr || !h.memo->holds(addr, size, write)) {
+    if (h.waited) back_off(h);
+    return false;
+  }
+  if (h.waited) {
+    h.waited = false;
+    h.backoff = 0;
+  }
+  h.memo->bump(write);
+  ++*h.accesses;
+  s->accesses[write]++;
+  if (!lane->local.load(std::memory_order_relaxed)) lane->local.store(1, std::memory_order_relaxed);
+  return true;
+}
+
 __attribute__((always_inline)) inline bool take_hit(uintptr_t ip, uintptr_t addr, uint32_t size,
                                                     bool write) noexcept {
-  const HitPath& h = t_hit;
-  return h.memo != nullptr && memo_hit(h.memo, h.ips, h.accesses, ip, addr, size, write);
+  HitPath& h = t_hit;
+  if (h.memo == nullptr) return false;
+  if (h.lane == nullptr) return memo_hit(h.memo, h.ips, h.accesses, ip, addr, size, write);
+  return held_hit(h, ip, addr, size, write);
 }
 
 }  // namespace whymiss::rt

@@ -25,6 +25,7 @@ namespace whymiss::rt::relay {
 
 std::atomic<int> g_relay_sleeping{0};  // 1 while the relay sleeps (or is about to) in a futex
 std::atomic<Lane*> g_solo{nullptr};
+std::atomic<uint8_t> g_quiet{0};
 
 namespace {
 
@@ -136,7 +137,8 @@ bool wait_for(Lane* lane, AccessRecord* r) {
   uint64_t next_check = start + kStateCheckUs;
   for (unsigned n = 0;; ++n) {
     if (lane->ring->pop(r)) return true;
-    if (lane->closing.load(std::memory_order_acquire) || s.stop.load(std::memory_order_relaxed))
+    if (lane->closing.load(std::memory_order_acquire) || s.stop.load(std::memory_order_relaxed) ||
+        lane->local.load(std::memory_order_relaxed))
       return false;
     if (n < 32) {
       __builtin_ia32_pause();
@@ -168,6 +170,7 @@ uint64_t next_backoff(uint64_t last, uint64_t first, uint64_t cap) {
 }
 
 bool worth_waiting(Lane* lane) {
+  if (lane->local.load(std::memory_order_relaxed)) return false;
   if (lane->live) return true;
   const uint64_t now = now_us();
   if (now < lane->asleep_until_us) return false;
@@ -179,6 +182,12 @@ bool worth_waiting(Lane* lane) {
       next_backoff(lane->asleep_backoff_us, kAsleepRecheckUs, kAsleepRecheckMaxUs);
   lane->asleep_until_us = now + lane->asleep_backoff_us;
   return false;
+}
+
+// The relay is about to simulate a record: a push that raced with its last look (see settle) may
+// have left quiet() set.
+inline void not_quiet() {
+  if (g_quiet.load(std::memory_order_relaxed)) g_quiet.store(0, std::memory_order_relaxed);
 }
 
 // One pass: the next access of every open lane, in turn. Returns whether any was simulated.
@@ -196,6 +205,7 @@ bool round(Lane** open, uint32_t* nopen, Lane** only) {
       lane->live = true;
       lane->backoff_us = 0;
       lane->asleep_backoff_us = 0;
+      not_quiet();
       s.client.simulate(lane->owner, r);
       finished_one(lane);
       any = true;
@@ -204,7 +214,7 @@ bool round(Lane** open, uint32_t* nopen, Lane** only) {
       continue;
     }
     lane->live = false;
-    if (waited) {
+    if (waited && !lane->local.load(std::memory_order_relaxed)) {
       // Runnable (or unknown) but dry for a whole wait: busy outside instrumented code, or not
       // readable. Skip it for a while, longer each time, so it costs a fraction of a wait per
       // round instead of a wait per round.
@@ -232,6 +242,15 @@ bool others_pending(Lane** open, uint32_t nopen, uint32_t seen, Lane* except) {
     if (open[i]->ring->pending() || open[i]->closing.load(std::memory_order_acquire)) return true;
   }
   return false;
+}
+
+// Nothing was left in a pass: sets quiet() unless a ring filled meanwhile. A push that lands
+// between the look and the store is found by the look after it (the store is a full barrier),
+// or, if its owner's store of the record was still on its way, by the next pass (not_quiet).
+void settle(Lane** open, uint32_t nopen, uint32_t seen) {
+  if (g_quiet.load(std::memory_order_relaxed)) return;
+  g_quiet.store(1, std::memory_order_seq_cst);
+  if (others_pending(open, nopen, seen, nullptr)) g_quiet.store(0, std::memory_order_relaxed);
 }
 
 // How long a solo owner may stay inside one inline access before the relay gives up for good.
@@ -306,6 +325,7 @@ void* relay_main(void*) {
       }
       AccessRecord r;
       if (lent->ring->pop(&r)) {
+        not_quiet();
         s.client.simulate(lent->owner, r);
         finished_one(lent);
         idle = 0;
@@ -331,11 +351,18 @@ void* relay_main(void*) {
       }
     }
     if (stopping) break;  // every ring was empty in a pass that began after stop()
-    if (++idle < 256) {
+    settle(open, nopen, seen);
+    // Quiet, the threads take held hits and push only on a miss: the relay then sleeps almost at
+    // once, as the core it would spin on is better used by the program (and left idle, the
+    // kernel moves a waiting thread onto it; with the relay spinning there, a thread woken behind
+    // another one could wait milliseconds for a core, and threads that should contend ran one
+    // after the other).
+    const unsigned spins = quiet() ? 8 : 256;
+    if (++idle < spins) {
       __builtin_ia32_pause();
       continue;
     }
-    if (idle < 512) {  // the program's threads may be waiting for a core: give them ours
+    if (idle < 2 * spins) {  // the program's threads may be waiting for a core: give them ours
       sched_yield();
       continue;
     }
@@ -455,6 +482,32 @@ bool fence(Lane* lane) noexcept {
   }
   errno = saved;
   return lane->ring->consumed() >= want;
+}
+
+bool await_quiet(Lane* lane) noexcept {
+  if (!lane->local.load(std::memory_order_relaxed)) lane->local.store(1, std::memory_order_relaxed);
+  const int saved = errno;
+  Waiter w;
+  bool ok = false;
+  // Long enough for a relay that only has this thread's last pushes to finish (a ring of hits
+  // takes ~100 us) or has to wake up; too short to wait out another thread's stream.
+  constexpr uint64_t kLimitUs = 200;
+  uint64_t until = 0;
+  for (unsigned n = 0;; ++n) {
+    if (quiet() && (lane->ring->drained() || lane->ring->look())) {
+      ok = true;
+      break;
+    }
+    if (!recording() || s.done.load(std::memory_order_relaxed)) break;
+    if (n % 16 == 0) {  // a clock read per 16 waits
+      const uint64_t now = now_us();
+      if (until == 0) until = now + kLimitUs;
+      else if (now >= until) break;
+    }
+    w.wait();
+  }
+  errno = saved;
+  return ok;
 }
 
 void abandon() noexcept {

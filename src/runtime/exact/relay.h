@@ -42,7 +42,16 @@ struct Lane {
   std::atomic<int> sleeping{0};     // owner: asleep (futex) on a full ring until the relay drains
                                     // half of it
   std::atomic<uint64_t> refused{0};  // owner: pushes given up on (a full ring nobody drains)
-  bool live = false;                // relay thread only: delivered in its last round
+  std::atomic<uint8_t> local{0};     // owner: took a held hit (hit_path.h) or waits for quiet
+                                     // since its last push: the relay need not wait for it
+  // The relay's own bookkeeping, on a host line of its own: it changes on every delivery, and the
+  // owner reads the fields above on every access.
+  alignas(64) bool live = false;    // relay thread only: delivered in its last round
+  // Written by the client's simulate() on the relay thread, read by the owner: how many of the
+  // owner's last simulated accesses in a row were hits on the line it touched last, i.e. could
+  // have been held hits (hit_path.h) had it not been waiting for the relay.
+  std::atomic<uint32_t> hit_run{0};
+  uint64_t last_line = ~uint64_t(0);  // relay thread only (client): the line hit_run is about
   uint64_t asleep_until_us = 0;     // relay thread only: not waited for before this
   uint64_t backoff_us = 0;          // relay thread only: the next wait that finds it dry skips it
                                     // this long (doubling while it stays dry)
@@ -67,6 +76,16 @@ void close_lane(Lane* lane) noexcept;
 
 // Owner thread: hands one access over, waiting while the ring is full. Preserves errno.
 inline void push(Lane* lane, const AccessRecord& r) noexcept;
+// Whether the relay had simulated everything pushed into any ring when it last looked: it sets
+// this after finding every ring empty, and a push clears it (so does the relay, on taking a
+// record, for a push that raced with its look). While set, a thread whose own ring is drained
+// may take held hits (hit_path.h): they come after every access queued anywhere.
+inline bool quiet() noexcept;
+// Owner thread: waits a little (spinning, then yielding) for quiet() with its own ring drained.
+// Marks the lane `local` first, so that the relay does not wait for its next push meanwhile.
+// False when it did not come (another thread keeps the relay busy) or recording stopped.
+// Preserves errno.
+bool await_quiet(Lane* lane) noexcept;
 // Owner thread: waits until every access it pushed has been simulated (before its heap objects
 // change identity, so that each access is charged to the object it touched). Preserves errno.
 // Returns false when it gave up (recording stopped) with accesses still unsimulated.
@@ -92,14 +111,18 @@ void push_slow(Lane* lane, const AccessRecord& r) noexcept;
 void wake() noexcept;
 extern std::atomic<int> g_relay_sleeping;
 extern std::atomic<Lane*> g_solo;
+extern std::atomic<uint8_t> g_quiet;
 
 // The lane whose owner may simulate inline, or nullptr. The owner reads it with lane->busy set
 // (and a compiler barrier between): a grant it sees then is not revoked until busy clears. It
 // may simulate inline only once everything it pushed is simulated (ring empty: see fence()).
 inline Lane* solo() noexcept { return g_solo.load(std::memory_order_relaxed); }
 
+inline bool quiet() noexcept { return g_quiet.load(std::memory_order_relaxed) != 0; }
+
 inline void push(Lane* lane, const AccessRecord& r) noexcept {
-  if (!lane->ring->push(r)) return push_slow(lane, r);
+  if (!lane->ring->push(r)) return push_slow(lane, r);  // full: the relay is not quiet
+  if (g_quiet.load(std::memory_order_relaxed)) g_quiet.store(0, std::memory_order_relaxed);
   if (g_relay_sleeping.load(std::memory_order_relaxed)) wake();
 }
 

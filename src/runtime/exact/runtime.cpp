@@ -38,6 +38,7 @@
 namespace whymiss::rt {
 
 constinit thread_local HitPath t_hit __attribute__((tls_model("initial-exec")));
+std::atomic<bool> g_held_hits{false};
 
 namespace {
 
@@ -53,8 +54,6 @@ struct ThreadState {
   uint32_t index, tid, core;
   std::atomic<uint8_t> busy{0};  // inside record(): the finisher waits for it to clear
   int* errno_loc = nullptr;      // this thread's errno: saved and restored without libc calls
-  sim::AccessResult result;      // the simulator's answer when something missed (not zeroed
-                                 // per access: that was a 104-byte rep stos on every hit)
   // Non-null while the simulator runs without locks (the process has this one thread): the
   // core's memo, for the hit path in on_access. Cleared before anything makes that unsafe
   // (the first pthread_create, the end of recording, fork).
@@ -62,7 +61,11 @@ struct ThreadState {
   // Set once the program has several threads and the relay runs (relay.h): accesses go to
   // lane.ring, or are dropped when the thread got no ring.
   bool relayed = false;
-  relay::Lane lane;
+  // From here on the relay writes (on every access it simulates for this thread): on host lines
+  // apart from the fields above, which this thread reads on every access.
+  alignas(64) relay::Lane lane;
+  sim::AccessResult result;  // the simulator's answer when something missed (not zeroed per
+                             // access: that was a 104-byte rep stos on every hit)
   // Heap objects this thread's misses landed in, used without the store's locks while `memo`
   // is set (see object_detaches()); valid while object_detaches() == objects_epoch.
   struct CachedObject {
@@ -226,6 +229,12 @@ void init() {
 
 __attribute__((constructor(101))) void runtime_ctor() { init(); }
 
+// A thread with a lane takes held hits on its own core's memo (hit_path.h), unless threads
+// share cores: another thread's access would then move the memo under it.
+void enable_held_hits(ThreadState* t) {
+  if (g.one_per_core) t_hit = HitPath{g.sim->hit_memo(t->core), &t->ips, &t->accesses, &t->lane};
+}
+
 ThreadState* attach_thread() {
   if (g.state.load(std::memory_order_acquire) != kRecording) return nullptr;
   Inside in;
@@ -236,12 +245,16 @@ ThreadState* attach_thread() {
   uint32_t index = t_preassigned ? t_preassigned - 1 : g.next_index.fetch_add(1);
   void* mem = nullptr;
   if (unsafe || index >= kMaxThreads || (g.one_per_core && index >= g.cores) ||
-      !(mem = private_alloc(sizeof(ThreadState)))) {
+      !(mem = private_alloc(sizeof(ThreadState) + alignof(ThreadState)))) {
     g.unrecorded_threads.fetch_add(1, std::memory_order_relaxed);
     t_unrecorded = true;
     return nullptr;
   }
-  auto* t = new (mem) ThreadState;
+  // Aligned as declared (private_alloc gives 16 bytes): the lane keeps the relay's bookkeeping
+  // off the host line its owner reads on every access. Never freed.
+  const uintptr_t a = alignof(ThreadState);
+  auto* t = new (reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(mem) + a - 1) & ~(a - 1)))
+      ThreadState;
   t->index = index;
   t->tid = uint32_t(syscall(SYS_gettid));
   t->core = index % g.cores;
@@ -253,6 +266,7 @@ ThreadState* attach_thread() {
       t_unrecorded = true;
       return nullptr;  // (its ThreadState is not reused: rare, and small)
     }
+    enable_held_hits(t);
   } else if (!g.concurrent.load(std::memory_order_acquire)) {
     t->memo = g.sim->hit_memo(t->core);
     t_hit = HitPath{t->memo, &t->ips, &t->accesses};  // (t becomes t_state below)
@@ -269,6 +283,7 @@ void thread_exit(void* p) {
   auto* t = static_cast<ThreadState*>(p);
   if (!t || g.state.load() != kRecording) return;
   if (t->relayed) {  // the relay merges its table once it has simulated all it pushed
+    t_hit = HitPath{};  // the relay frees the ring and the table after close_lane
     if (t->lane.ring) relay::close_lane(&t->lane);
     return;
   }
@@ -399,12 +414,14 @@ inline void inside(ThreadState* t, F&& f) {
   *t->errno_loc = saved_errno;
 }
 
-inline void record(ThreadState* t, uint64_t ip, uint64_t addr, uint32_t size, bool write) {
+// Returns whether the access hit L1.
+inline bool record(ThreadState* t, uint64_t ip, uint64_t addr, uint32_t size, bool write) {
   const bool l1_hit = g.sim->access(t->core, addr, size, write, t->result);
   t->accesses++;
   InstructionRecord* s = t->ips.get(ip);
   if (s) s->accesses[write]++;
   if (!l1_hit) record_misses(t, s, ip, addr, write);
+  return l1_hit;
 }
 
 // An access by the thread the relay lent the simulator to (relay.h, "Solo"): simulated here, as
@@ -459,6 +476,7 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
     // Not lent (any more): a memo left from a revoked loan must not outlive this push, or the
     // next on_access could simulate inline while the relay still drains our ring.
     t->memo = nullptr;
+    if (t->lane.local.load(std::memory_order_relaxed)) t->lane.local.store(0, std::memory_order_relaxed);
     relay::push(&t->lane, AccessRecord{ret, addr, size, write});
     return;
   }
@@ -492,7 +510,13 @@ __attribute__((noinline)) void access_rest(uintptr_t ip, uintptr_t addr, uint32_
 // ---- the relay (multi-threaded programs; relay.h) ----
 
 void relay_simulate(void* owner, const AccessRecord& r) {
-  record(static_cast<ThreadState*>(owner), r.ip ? r.ip - 1 : 0, r.addr, r.size, r.write != 0);
+  auto* t = static_cast<ThreadState*>(owner);
+  const bool hit = record(t, r.ip ? r.ip - 1 : 0, r.addr, r.size, r.write != 0);
+  const uint64_t line = r.addr >> g.line_shift;
+  relay::Lane& l = t->lane;
+  const uint32_t run = hit && line == l.last_line ? l.hit_run.load(std::memory_order_relaxed) + 1 : 0;
+  if (run != l.hit_run.load(std::memory_order_relaxed)) l.hit_run.store(run, std::memory_order_relaxed);
+  l.last_line = line;
 }
 
 void relay_retire(void* owner) {
@@ -512,7 +536,9 @@ bool start_relay() {
     self->memo = nullptr;
     self->relayed = true;
     if (!relay::open_lane(&self->lane, self, int(self->tid))) g.unrecorded_threads.fetch_add(1);
+    else enable_held_hits(self);
   }
+  g_held_hits.store(g.one_per_core, std::memory_order_release);
   return true;
 }
 
@@ -523,8 +549,10 @@ T* alloc_array(size_t n) {
   return static_cast<T*>(private_alloc(sizeof(T) * (n ? n : 1)));
 }
 
-// This thread stops using the simulator's memo directly (see ThreadState::memo).
+// This thread stops using the simulator's memo directly (see ThreadState::memo), and so do the
+// others' held hits (hit_path.h).
 void drop_hit_path() {
+  g_held_hits.store(false, std::memory_order_relaxed);
   t_hit = HitPath{};
   if (ThreadState* t = t_state) t->memo = nullptr;
 }
