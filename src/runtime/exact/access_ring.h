@@ -25,6 +25,7 @@ class AccessRing {
   static constexpr uint32_t kSlots = 2048;  // power of two
   static constexpr uint32_t kPublishEvery = 32;  // consumer: make room visible this often
   static constexpr uint32_t kPrefetchAhead = 24;  // records (9 host lines)
+  static constexpr uint32_t kWriteAhead = 32;     // producer: records (12 host lines)
 
   // Producer.
   bool push(const AccessRecord& r) noexcept {
@@ -35,6 +36,11 @@ class AccessRing {
     }
     slots_[h & (kSlots - 1)] = r;
     head_.store(h + 1, std::memory_order_release);
+    // The consumer read the slots ahead one lap ago, so writing them takes their lines back from
+    // its core: ask for them a few lines early (for writing), once the consumer is known to be
+    // done with them, so that the stores do not wait for it.
+    const uint64_t ahead = h + kWriteAhead;
+    if (ahead - tail_seen_ < kSlots) __asm__ volatile("prefetchw %0" : : "m"(slots_[ahead & (kSlots - 1)]));
     return true;
   }
   uint64_t produced() const noexcept { return head_.load(std::memory_order_acquire); }

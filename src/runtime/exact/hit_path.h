@@ -110,8 +110,8 @@ __attribute__((always_inline)) inline bool take_hit(uintptr_t ip, uintptr_t addr
                                                     bool write) noexcept {
   HitPath& h = t_hit;
   if (h.memo == nullptr) return false;
-  if (h.lane == nullptr) return memo_hit(h.memo, h.ips, h.accesses, ip, addr, size, write);
-  return held_hit(h, ip, addr, size, write);
+  if (__builtin_expect(h.lane != nullptr, 0)) return held_hit(h, ip, addr, size, write);
+  return memo_hit(h.memo, h.ips, h.accesses, ip, addr, size, write);
 }
 
 }  // namespace whymiss::rt

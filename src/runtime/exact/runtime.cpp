@@ -474,8 +474,9 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
       return solo_access(t, ret, addr, size, write);
     }
     // Not lent (any more): a memo left from a revoked loan must not outlive this push, or the
-    // next on_access could simulate inline while the relay still drains our ring.
-    t->memo = nullptr;
+    // next on_access could simulate inline while the relay still drains our ring. (Stored only
+    // when set: the relay reads this host line for every access it simulates for us.)
+    if (t->memo != nullptr) t->memo = nullptr;
     if (t->lane.local.load(std::memory_order_relaxed)) t->lane.local.store(0, std::memory_order_relaxed);
     relay::push(&t->lane, AccessRecord{ret, addr, size, write});
     return;
