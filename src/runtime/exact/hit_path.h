@@ -102,7 +102,7 @@ inline bool held_hit(HitPath& h, uintptr_t ip, uintptr_t addr, uint32_t size, bo
   h.memo->bump(write);
   ++*h.accesses;
   s->accesses[write]++;
-  if (!lane->local.load(std::memory_order_relaxed)) lane->local.store(1, std::memory_order_relaxed);
+  relay::store_if_changed(lane->local, uint8_t{1});
   return true;
 }
 

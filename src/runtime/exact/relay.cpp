@@ -186,9 +186,7 @@ bool worth_waiting(Lane* lane) {
 
 // The relay is about to simulate a record: a push that raced with its last look (see settle) may
 // have left quiet() set.
-inline void not_quiet() {
-  if (g_quiet.load(std::memory_order_relaxed)) g_quiet.store(0, std::memory_order_relaxed);
-}
+inline void not_quiet() { store_if_changed(g_quiet, uint8_t{0}); }
 
 // One pass: the next access of every open lane, in turn. Returns whether any was simulated.
 // A lane stays live while it delivers; a live lane that runs dry is waited for (wait_for) while
@@ -485,7 +483,7 @@ bool fence(Lane* lane) noexcept {
 }
 
 bool await_quiet(Lane* lane) noexcept {
-  if (!lane->local.load(std::memory_order_relaxed)) lane->local.store(1, std::memory_order_relaxed);
+  store_if_changed(lane->local, uint8_t{1});
   const int saved = errno;
   Waiter w;
   bool ok = false;

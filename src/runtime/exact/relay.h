@@ -107,6 +107,13 @@ bool stalled() noexcept;
 uint64_t leftover() noexcept;
 
 // ---- inline parts ----
+// Stores `v` unless `a` already holds it. For the flags and counts one thread writes and another
+// reads on its hot path: a store of an unchanged value would still take the host line away from
+// the reader's cache.
+template <typename T>
+inline void store_if_changed(std::atomic<T>& a, T v) noexcept {
+  if (a.load(std::memory_order_relaxed) != v) a.store(v, std::memory_order_relaxed);
+}
 void push_slow(Lane* lane, const AccessRecord& r) noexcept;
 void wake() noexcept;
 extern std::atomic<int> g_relay_sleeping;
@@ -122,7 +129,7 @@ inline bool quiet() noexcept { return g_quiet.load(std::memory_order_relaxed) !=
 
 inline void push(Lane* lane, const AccessRecord& r) noexcept {
   if (!lane->ring->push(r)) return push_slow(lane, r);  // full: the relay is not quiet
-  if (g_quiet.load(std::memory_order_relaxed)) g_quiet.store(0, std::memory_order_relaxed);
+  store_if_changed(g_quiet, uint8_t{0});
   if (g_relay_sleeping.load(std::memory_order_relaxed)) wake();
 }
 

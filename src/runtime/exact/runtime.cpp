@@ -477,7 +477,7 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
     // next on_access could simulate inline while the relay still drains our ring. (Stored only
     // when set: the relay reads this host line for every access it simulates for us.)
     if (t->memo != nullptr) t->memo = nullptr;
-    if (t->lane.local.load(std::memory_order_relaxed)) t->lane.local.store(0, std::memory_order_relaxed);
+    relay::store_if_changed(t->lane.local, uint8_t{0});
     relay::push(&t->lane, AccessRecord{ret, addr, size, write});
     return;
   }
@@ -515,8 +515,8 @@ void relay_simulate(void* owner, const AccessRecord& r) {
   const bool hit = record(t, r.ip ? r.ip - 1 : 0, r.addr, r.size, r.write != 0);
   const uint64_t line = r.addr >> g.line_shift;
   relay::Lane& l = t->lane;
-  const uint32_t run = hit && line == l.last_line ? l.hit_run.load(std::memory_order_relaxed) + 1 : 0;
-  if (run != l.hit_run.load(std::memory_order_relaxed)) l.hit_run.store(run, std::memory_order_relaxed);
+  relay::store_if_changed(
+      l.hit_run, hit && line == l.last_line ? l.hit_run.load(std::memory_order_relaxed) + 1 : 0u);
   l.last_line = line;
 }
 
