@@ -34,6 +34,9 @@ struct HitPath {
   IpTable* ips = nullptr;
   uint64_t* accesses = nullptr;  // the thread's access count
   relay::Lane* lane = nullptr;   // set: multi-threaded, held hits only (see above)
+  // With `lane`: the thread's flag that finish() waits on (ThreadState::busy), up while a held
+  // hit is under way, so that no count changes after the profile's export has read it.
+  std::atomic<uint8_t>* busy = nullptr;
   // Accesses to push before the next wait for quiet, and how many to skip after the next wait
   // that does not pay off: a thread that keeps waiting in vain waits less and less often. A wait
   // pays off if quiet comes and the next access is then a held hit. It does not if another thread
@@ -89,9 +92,20 @@ inline bool held_hit(HitPath& h, uintptr_t ip, uintptr_t addr, uint32_t size, bo
     }
     h.waited = true;
   }
-  if (!g_held_hits.load(std::memory_order_relaxed)) return false;
   profile::InstructionRecord* s = h.ips->find_hot(ip - 1);
-  if (s == nullptr || !h.memo->holds(addr, size, write)) {
+  // finish() clears g_held_hits, then a membarrier, then waits for `busy` to drop: either this
+  // load comes after that barrier and sees false, or finish() sees the flag up and waits.
+  h.busy->store(1, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  const bool held = s != nullptr && g_held_hits.load(std::memory_order_relaxed) &&
+                    h.memo->holds(addr, size, write);
+  if (held) {
+    h.memo->bump(write);
+    ++*h.accesses;
+    s->accesses[write]++;
+  }
+  h.busy->store(0, std::memory_order_release);
+  if (!held) {
     if (h.waited) back_off(h);
     return false;
   }
@@ -99,9 +113,6 @@ inline bool held_hit(HitPath& h, uintptr_t ip, uintptr_t addr, uint32_t size, bo
     h.waited = false;
     h.backoff = 0;
   }
-  h.memo->bump(write);
-  ++*h.accesses;
-  s->accesses[write]++;
   relay::store_if_changed(lane->local, uint8_t{1});
   return true;
 }

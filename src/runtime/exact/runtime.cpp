@@ -52,7 +52,7 @@ enum State : int { kOff = 0, kInitialising, kRecording, kFinished, kDisabled };
 
 struct ThreadState {
   uint32_t index, tid, core;
-  std::atomic<uint8_t> busy{0};  // inside record(): the finisher waits for it to clear
+  std::atomic<uint8_t> busy{0};  // in record() or a held hit: the finisher waits for it to clear
   int* errno_loc = nullptr;      // this thread's errno: saved and restored without libc calls
   // Non-null while the simulator runs without locks (the process has this one thread): the
   // core's memo, for the hit path in on_access. Cleared before anything makes that unsafe
@@ -232,7 +232,8 @@ __attribute__((constructor(101))) void runtime_ctor() { init(); }
 // A thread with a lane takes held hits on its own core's memo (hit_path.h), unless threads
 // share cores: another thread's access would then move the memo under it.
 void enable_held_hits(ThreadState* t) {
-  if (g.one_per_core) t_hit = HitPath{g.sim->hit_memo(t->core), &t->ips, &t->accesses, &t->lane};
+  if (g.one_per_core)
+    t_hit = HitPath{g.sim->hit_memo(t->core), &t->ips, &t->accesses, &t->lane, &t->busy};
 }
 
 ThreadState* attach_thread() {
