@@ -92,6 +92,9 @@ inline bool held_hit(HitPath& h, uintptr_t ip, uintptr_t addr, uint32_t size, bo
     }
     h.waited = true;
   }
+  // Recording is over: leave `busy` alone (a thread that runs on after the export must not keep
+  // raising it; finish() reads it as "stuck mid-access").
+  if (!g_held_hits.load(std::memory_order_relaxed)) return false;
   profile::InstructionRecord* s = h.ips->find_hot(ip - 1);
   // finish() clears g_held_hits, then a membarrier, then waits for `busy` to drop: either this
   // load comes after that barrier and sees false, or finish() sees the flag up and waits.

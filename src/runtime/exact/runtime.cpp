@@ -596,10 +596,16 @@ void finish(int term_signal) {
   // Let accesses in flight on other threads complete before their tables are read.
   if (g.membarrier_ok) syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
   uint32_t nthreads = std::min(g.next_index.load(), kMaxThreads);
+  // Decided once, here: a thread still running may raise `busy` again for an access that then
+  // changes nothing (recording is over), and a second look could catch it up.
+  auto* stuck = alloc_array<uint8_t>(nthreads);
+  if (stuck) memset(stuck, 0, nthreads ? nthreads : 1);
   for (uint32_t i = 0; i < nthreads; ++i) {
     ThreadState* t = g.threads[i].load(std::memory_order_acquire);
     if (!t || t == t_state) continue;
-    for (int spin = 0; t->busy.load(std::memory_order_acquire) && spin < 200000; ++spin) sched_yield();
+    int spin = 0;
+    for (; t->busy.load(std::memory_order_acquire) && spin < 200000; ++spin) sched_yield();
+    if (stuck) stuck[i] = spin == 200000;
   }
   auto* threads = alloc_array<profile::ThreadRecord>(nthreads);
   size_t nthr = 0;
@@ -608,7 +614,8 @@ void finish(int term_signal) {
     for (uint32_t i = 0; i < nthreads; ++i) {
       ThreadState* t = g.threads[i].load(std::memory_order_acquire);
       if (!t) continue;
-      if (t->busy.load() && t != t_state) continue;  // stuck mid-access: its table is unsafe
+      // Stuck mid-access: its table is unsafe.
+      if (t != t_state && (stuck ? stuck[i] != 0 : t->busy.load() != 0)) continue;
       g.merged.merge_from(t->ips);
       if (threads) {
         profile::ThreadRecord& tr = threads[nthr++];
