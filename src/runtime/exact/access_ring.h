@@ -15,7 +15,7 @@ namespace whymiss::rt {
 struct AccessRecord {
   uint64_t ip;    // return address of the instrumented call (0 = unknown)
   uint64_t addr;
-  uint32_t size;  // 1..line size (ranges are split before they get here)
+  uint32_t size;  // 1..line size (ranges are split before they get here); 0: a marker (relay.h)
   uint32_t write;
 };
 static_assert(sizeof(AccessRecord) == 24);
@@ -83,6 +83,9 @@ class AccessRing {
     head_seen_ = head_.load(std::memory_order_acquire);
     return next_ != head_seen_;
   }
+
+  // Consumer: records popped so far (exact, unlike consumed()).
+  uint64_t popped() const noexcept { return next_; }
 
   // Either side: records popped and published so far.
   uint64_t consumed() const noexcept { return tail_.load(std::memory_order_acquire); }

@@ -91,10 +91,52 @@ void finished_one(Lane* lane) {
     futex(&lane->sleeping, FUTEX_WAKE_PRIVATE, 1, nullptr);
 }
 
+uint64_t now_us();
+
 void retire(Lane* lane) {
   s.refused_retired += lane->refused.load(std::memory_order_relaxed);  // final: closing is set
   s.client.retire(lane->owner);
+  lane->retired = true;  // the Lane itself lives on (in the owner's never-freed state)
   munmap(lane->ring, sizeof(AccessRing));
+}
+
+// Whether lane `id` has had its first `pos` records simulated (a retired lane has had all).
+bool reached(uint32_t id, uint64_t pos) {
+  if (id >= kMaxLanes) return true;  // not a lane: nothing to wait for
+  Lane* target = s.lanes[id].load(std::memory_order_acquire);
+  if (target == nullptr) return false;  // enrolment in progress: it has pushed nothing yet
+  return target->retired || target->ring->popped() >= pos;
+}
+
+// The lane's next access, past any markers whose positions have been reached. False when its
+// ring is empty or it is held at a marker (lane->blocked). A hold ends when the position is
+// reached, when the relay stops (every ring is drained then, in any order), or after
+// kMaxDependencyWaitUs.
+bool next_access(Lane* lane, AccessRecord* r) {
+  for (;;) {
+    if (lane->blocked) {
+      if (!reached(lane->dep_id, lane->dep_pos) && !s.stop.load(std::memory_order_relaxed)) {
+        // Time counted in steps of at most kDependencyStepUs, so that the relay's own time off
+        // the CPU (a loaded machine) does not count as waiting.
+        const uint64_t now = now_us();
+        if (lane->blocked_since_us != 0) {
+          const uint64_t step = now - lane->blocked_since_us;
+          lane->blocked_waited_us += step < kDependencyStepUs ? step : kDependencyStepUs;
+        }
+        lane->blocked_since_us = now;
+        if (lane->blocked_waited_us < kMaxDependencyWaitUs) return false;
+      }
+      lane->blocked = false;
+    }
+    if (!lane->ring->pop(r)) return false;
+    if (!is_marker(*r)) return true;
+    if (uint32_t(r->ip) == lane->id || reached(uint32_t(r->ip), r->addr)) continue;
+    lane->blocked = true;
+    lane->dep_id = uint32_t(r->ip);
+    lane->dep_pos = r->addr;
+    lane->blocked_since_us = 0;
+    lane->blocked_waited_us = 0;
+  }
 }
 
 uint64_t now_us() {
@@ -136,8 +178,9 @@ bool wait_for(Lane* lane, AccessRecord* r) {
   const uint64_t start = now_us();
   uint64_t next_check = start + kStateCheckUs;
   for (unsigned n = 0;; ++n) {
-    if (lane->ring->pop(r)) return true;
-    if (lane->closing.load(std::memory_order_acquire) || s.stop.load(std::memory_order_relaxed) ||
+    if (next_access(lane, r)) return true;
+    if (lane->blocked || lane->closing.load(std::memory_order_acquire) ||
+        s.stop.load(std::memory_order_relaxed) ||
         lane->local.load(std::memory_order_relaxed))
       return false;
     if (n < 32) {
@@ -147,7 +190,7 @@ bool wait_for(Lane* lane, AccessRecord* r) {
     const uint64_t now = now_us();
     if (now >= start + kLiveWaitUs) return false;
     if (now >= next_check) {
-      if (!runnable(lane)) return lane->ring->pop(r);  // (it may have pushed and then blocked)
+      if (!runnable(lane)) return next_access(lane, r);  // (it may have pushed, then slept)
       next_check = now + 4 * kStateCheckUs;
     }
     sched_yield();
@@ -198,8 +241,9 @@ bool round(Lane** open, uint32_t* nopen, Lane** only) {
     Lane* lane = open[i];
     AccessRecord r;
     bool waited = false;
-    if (lane->ring->pop(&r) ||
-        (*nopen > 1 && worth_waiting(lane) && (waited = true) && wait_for(lane, &r))) {
+    if (next_access(lane, &r) ||
+        (*nopen > 1 && !lane->blocked && worth_waiting(lane) && (waited = true) &&
+         wait_for(lane, &r))) {
       lane->live = true;
       lane->backoff_us = 0;
       lane->asleep_backoff_us = 0;
@@ -208,6 +252,10 @@ bool round(Lane** open, uint32_t* nopen, Lane** only) {
       finished_one(lane);
       any = true;
       *only = ++delivered == 1 ? lane : nullptr;
+      ++i;
+      continue;
+    }
+    if (lane->blocked) {  // not dry: held back until another lane catches up
       ++i;
       continue;
     }
@@ -322,11 +370,17 @@ void* relay_main(void*) {
         continue;
       }
       AccessRecord r;
-      if (lent->ring->pop(&r)) {
+      if (next_access(lent, &r)) {
         not_quiet();
         s.client.simulate(lent->owner, r);
         finished_one(lent);
         idle = 0;
+        continue;
+      }
+      if (lent->blocked) {  // its owner must not run ahead inline of what it waits for
+        if (!revoke(lent)) break;
+        sole = nullptr;
+        sole_rounds = 0;
         continue;
       }
       lent->ring->publish();  // the owner waits for this before simulating inline
@@ -422,6 +476,7 @@ bool open_lane(Lane* lane, void* owner, int tid) noexcept {
     return false;
   }
   lane->ring = new (mem) AccessRing;
+  lane->id = i;
   lane->owner = owner;
   lane->tid = tid;
   s.lanes[i].store(lane, std::memory_order_release);
@@ -515,6 +570,7 @@ void abandon() noexcept {
 }
 
 bool stalled() noexcept { return s.stalled.load(std::memory_order_acquire); }
+
 
 namespace {
 uint64_t unsimulated(Lane* lane) {

@@ -19,6 +19,17 @@
 // good: it stops (stalled() and done), never touches the simulator again, and pushes and fences
 // no longer wait; leftover() counts what was never simulated.
 //
+// Order between threads: the round-robin by itself ignores synchronisation. A thread B that
+// acquires what thread A released (an atomic flag, a new thread's start) may have A's earlier
+// accesses still queued behind many others in A's ring while its own next ones come up first:
+// B's read of data A wrote would then be simulated before A's write. So B pushes a marker
+// (depend()): "A's first `pos` records before any more of mine". The relay holds B's lane back
+// at a marker until it has simulated that much of A's ring (or A's lane is retired, or the relay
+// stops). A marker only ever names a position A had already reached when B read it, in real
+// time, so no two lanes can wait for each other; a hold longer than kMaxDependencyWaitUs (the
+// relay's own time off the CPU not counted) is given up all the same, so that a misnamed
+// position could cost order, never progress.
+//
 // Contract: start() is called by the only thread the program has (or before other threads
 // record). lane functions are called by the lane's owner thread; fence() and push() may wait
 // (spinning, then yielding, then sleeping in 50 us steps) but give up as soon as recording()
@@ -35,6 +46,7 @@ namespace whymiss::rt::relay {
 
 struct Lane {
   AccessRing* ring = nullptr;       // mmap'ed by open_lane
+  uint32_t id = 0;                  // enrolment number, set by open_lane (never reused)
   std::atomic<bool> closing{false};  // the owner has exited: no more pushes
   void* owner = nullptr;            // handed to the client callbacks
   int tid = 0;                      // the owner's kernel thread id
@@ -57,7 +69,20 @@ struct Lane {
                                     // this long (doubling while it stays dry)
   uint64_t asleep_backoff_us = 0;   // relay thread only: how long a thread found asleep is not
                                     // looked at again (doubling while it stays asleep)
+  // Relay thread only: the marker this lane is held at (see "Order between threads").
+  bool blocked = false;
+  bool retired = false;             // its ring is unmapped: every record of it was simulated
+  uint32_t dep_id = 0;
+  uint64_t dep_pos = 0;
+  uint64_t blocked_since_us = 0;    // last look at the hold (0: none yet)
+  uint64_t blocked_waited_us = 0;   // how long it has been held, in capped steps
 };
+
+// A marker's fields in an AccessRecord (size 0 never occurs for an access).
+constexpr uint32_t kMarkerDepends = 1;
+inline bool is_marker(const AccessRecord& r) noexcept { return r.size == 0; }
+constexpr uint64_t kMaxDependencyWaitUs = 200 * 1000;
+constexpr uint64_t kDependencyStepUs = 1000;
 
 struct Client {
   void (*simulate)(void* owner, const AccessRecord& r);  // on the relay thread
@@ -86,6 +111,11 @@ inline bool quiet() noexcept;
 // False when it did not come (another thread keeps the relay busy) or recording stopped.
 // Preserves errno.
 bool await_quiet(Lane* lane) noexcept;
+// Owner thread: its lane's next accesses are simulated only after the first `pos` records of
+// lane `id` (a position that lane had reached, e.g. read from a release; see "Order between
+// threads"). Pushes a marker, waiting like push() when the ring is full.
+inline void depend(Lane* lane, uint32_t id, uint64_t pos) noexcept;
+
 // Owner thread: waits until every access it pushed has been simulated (before its heap objects
 // change identity, so that each access is charged to the object it touched). Preserves errno.
 // Returns false when it gave up (recording stopped) with accesses still unsimulated.
@@ -131,6 +161,10 @@ inline void push(Lane* lane, const AccessRecord& r) noexcept {
   if (!lane->ring->push(r)) return push_slow(lane, r);  // full: the relay is not quiet
   store_if_changed(g_quiet, uint8_t{0});
   if (g_relay_sleeping.load(std::memory_order_relaxed)) wake();
+}
+
+inline void depend(Lane* lane, uint32_t id, uint64_t pos) noexcept {
+  push(lane, AccessRecord{uint64_t(id), pos, 0, kMarkerDepends});
 }
 
 }  // namespace whymiss::rt::relay

@@ -86,6 +86,13 @@ struct ThreadState {
   uint64_t accesses = 0;
   uint64_t misses[profile::kLevels] = {};
   IpTable ips;
+  // Order between threads (relay.h): the last position this thread made its lane wait for, per
+  // lane id % kDepCache (a spin on a flag nobody wrote since pushes no more markers), and what a
+  // joiner of this thread waits for (its position when it exited; 0 = nothing).
+  static constexpr uint32_t kDepCache = 16;
+  uint64_t dep_seen[kDepCache] = {};
+  pthread_t self{};
+  std::atomic<uint64_t> final_mark{0};
 };
 
 struct Global {
@@ -100,6 +107,9 @@ struct Global {
   pthread_key_t key{};
   std::atomic<uint32_t> next_index{0};
   std::atomic<ThreadState*> threads[kMaxThreads] = {};
+  // What a thread about to start must wait for: its creator's position (a sync mark, see
+  // sync_mark()), written by next_thread_index() and read when the new thread attaches.
+  std::atomic<uint64_t> parent_mark[kMaxThreads] = {};
   std::atomic<uint32_t> core_owner[kMaxCores] = {};  // thread index that last attached to a core
   SpinLock merged_lock;
   IpTable merged;  // tables of exited threads
@@ -229,6 +239,38 @@ void init() {
 
 __attribute__((constructor(101))) void runtime_ctor() { init(); }
 
+// ---- order between threads (relay.h, "Order between threads") ----
+// A sync mark packs a lane id and a position in that lane's ring: (id + 1) << kPosBits | pos;
+// 0 = none. Releases store the releasing thread's mark in g_sync, hashed by address; acquires
+// read it back and make their own lane wait for that position.
+constexpr unsigned kPosBits = 40;
+constexpr uint64_t kPosMask = (uint64_t(1) << kPosBits) - 1;
+constexpr unsigned kSyncSlotBits = 12;
+constinit std::atomic<uint64_t> g_sync[1u << kSyncSlotBits] = {};
+
+std::atomic<uint64_t>& sync_slot(uintptr_t addr) {
+  return g_sync[((addr >> 3) * 0x9E3779B97F4A7C15ull) >> (64 - kSyncSlotBits)];
+}
+// The thread's mark, or 0 when it has no lane (single-threaded so far, or past its exit).
+uint64_t sync_mark(ThreadState* t) {
+  if (t == nullptr || !t->relayed || t->lane.ring == nullptr ||
+      t->lane.closing.load(std::memory_order_relaxed))
+    return 0;
+  return (uint64_t(t->lane.id) + 1) << kPosBits | (t->lane.ring->produced() & kPosMask);
+}
+// Makes the calling thread's lane wait for `mark` (unless it is its own, or already waited for).
+void depend_on(ThreadState* t, uint64_t mark) {
+  if (mark == 0 || sync_mark(t) == 0) return;
+  const uint32_t id = uint32_t(mark >> kPosBits) - 1;
+  if (id == t->lane.id) return;
+  uint64_t& seen = t->dep_seen[id % ThreadState::kDepCache];
+  if ((seen >> kPosBits) == (mark >> kPosBits) && (seen & kPosMask) >= (mark & kPosMask)) return;
+  seen = mark;
+  // The thread's own accesses may be simulated inline (solo): its next access then waits for
+  // the relay to reach this marker (access() fences before simulating inline).
+  relay::depend(&t->lane, id, mark & kPosMask);
+}
+
 // A thread with a lane takes held hits on its own core's memo (hit_path.h), unless threads
 // share cores: another thread's access would then move the memo under it.
 void enable_held_hits(ThreadState* t) {
@@ -268,6 +310,9 @@ ThreadState* attach_thread() {
       return nullptr;  // (its ThreadState is not reused: rare, and small)
     }
     enable_held_hits(t);
+    t->self = pthread_self();
+    // Its creator's accesses before pthread_create come first (they may still be queued).
+    depend_on(t, g.parent_mark[index].load(std::memory_order_relaxed));
   } else if (!g.concurrent.load(std::memory_order_acquire)) {
     t->memo = g.sim->hit_memo(t->core);
     t_hit = HitPath{t->memo, &t->ips, &t->accesses};  // (t becomes t_state below)
@@ -284,6 +329,7 @@ void thread_exit(void* p) {
   auto* t = static_cast<ThreadState*>(p);
   if (!t || g.state.load() != kRecording) return;
   if (t->relayed) {  // the relay merges its table once it has simulated all it pushed
+    t->final_mark.store(sync_mark(t), std::memory_order_release);  // for pthread_join
     t_hit = HitPath{};  // the relay frees the ring and the table after close_lane
     if (t->lane.ring) relay::close_lane(&t->lane);
     return;
@@ -768,7 +814,65 @@ uint32_t next_thread_index() noexcept {
     if (!g.relay_mode) g.sim->set_concurrent(true);  // no relay thread: locks instead
     g.concurrent.store(true, std::memory_order_release);
   }
-  return g.next_index.fetch_add(1) + 1;
+  const uint32_t index = g.next_index.fetch_add(1);
+  if (index < kMaxThreads)
+    g.parent_mark[index].store(sync_mark(t_state), std::memory_order_relaxed);
+  return index + 1;
+}
+
+// Release and acquire by atomic operations (access_sink.h). A release stores this thread's mark
+// before the operation publishes, so an acquire that reads what it published finds the mark (or
+// a later one for the same slot: a hash collision or a later release only make the wait longer,
+// never wrong in the relay's sense, as every mark names a position already pushed).
+constexpr uint64_t kCalled = uint64_t(1) << 63;  // in sync_before's answer: never in a mark
+uint64_t sync_before(uintptr_t addr) noexcept {
+  const uint64_t mark = sync_mark(t_state);
+  if (mark == 0) return 0;
+  // For an acquire-release operation the previous mark is what to wait for afterwards.
+  return sync_slot(addr).exchange(mark, std::memory_order_relaxed) | kCalled;
+}
+void sync_after(uintptr_t addr, uint64_t before) noexcept {
+  ThreadState* t = t_state;
+  if (sync_mark(t) == 0) return;
+  const uint64_t mark =
+      before != 0 ? before & ~kCalled : sync_slot(addr).load(std::memory_order_relaxed);
+  const int saved = *t->errno_loc;
+  depend_on(t, mark);
+  *t->errno_loc = saved;
+}
+
+// pthread_join returned: the joined thread's accesses come before the joiner's next ones.
+void after_join(pthread_t th) noexcept {
+  ThreadState* self = t_state;
+  if (sync_mark(self) == 0) return;
+  // Newest first: a pthread_t may be reused once its thread has been joined.
+  for (uint32_t i = std::min(g.next_index.load(), kMaxThreads); i-- > 0;) {
+    ThreadState* t = g.threads[i].load(std::memory_order_acquire);
+    if (t == nullptr || t == self || !pthread_equal(t->self, th)) continue;
+    const uint64_t mark = t->final_mark.load(std::memory_order_acquire);
+    if (mark == 0) continue;
+    if (t_in_runtime) return;  // (a signal handler's join while this thread was in the runtime)
+    Inside in;  // errno kept; a signal handler's accesses meanwhile stay out of the ring
+    depend_on(self, mark);
+    return;
+  }
 }
 
 }  // namespace whymiss::rt
+
+// pthread_join, interposed in exact mode only: see after_join().
+extern "C" __attribute__((visibility("default"))) int pthread_join(pthread_t th, void** ret) {
+  using JoinFn = int (*)(pthread_t, void**);
+  static std::atomic<JoinFn> real{nullptr};
+  JoinFn fn = real.load(std::memory_order_acquire);
+  if (fn == nullptr) {
+    const bool was = whymiss::rt::set_in_runtime(true);
+    fn = reinterpret_cast<JoinFn>(dlsym(RTLD_NEXT, "pthread_join"));
+    whymiss::rt::set_in_runtime(was);
+    if (fn == nullptr) return ESRCH;
+    real.store(fn, std::memory_order_release);
+  }
+  const int rc = fn(th, ret);
+  if (rc == 0) whymiss::rt::after_join(th);
+  return rc;
+}

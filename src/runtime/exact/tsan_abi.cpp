@@ -57,6 +57,37 @@ __attribute__((always_inline)) inline void report_access(uintptr_t ip, const vol
   t_in_sink = 0;
 }
 
+// Ordering hooks around an atomic operation (access_sink.h), under the same guard as accesses.
+// Whether an order releases / acquires: consume counts as acquire, seq_cst as both.
+inline bool releases(int mo) noexcept {
+  const unsigned b = static_cast<unsigned>(mo) & 0x7fffu;
+  return b == __ATOMIC_RELEASE || b == __ATOMIC_ACQ_REL || b >= __ATOMIC_SEQ_CST;
+}
+inline bool acquires(int mo) noexcept {
+  const unsigned b = static_cast<unsigned>(mo) & 0x7fffu;
+  return b == __ATOMIC_CONSUME || b == __ATOMIC_ACQUIRE || b == __ATOMIC_ACQ_REL ||
+         b >= __ATOMIC_SEQ_CST;
+}
+__attribute__((always_inline)) inline uint64_t sync_before(const volatile void* addr,
+                                                           int mo) noexcept {
+  if (t_in_sink != 0 || !releases(mo)) return 0;
+  t_in_sink = 1;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  const uint64_t b = whymiss::rt::sync_before(reinterpret_cast<uintptr_t>(addr));
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  t_in_sink = 0;
+  return b;
+}
+__attribute__((always_inline)) inline void sync_after(const volatile void* addr, int mo,
+                                                      uint64_t before) noexcept {
+  if (t_in_sink != 0 || !acquires(mo)) return;
+  t_in_sink = 1;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  whymiss::rt::sync_after(reinterpret_cast<uintptr_t>(addr), before);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  t_in_sink = 0;
+}
+
 __attribute__((always_inline)) inline void report_range(uintptr_t ip, const volatile void* addr,
                                                          size_t size, bool write) noexcept {
   if (t_in_sink != 0) return;
@@ -568,16 +599,22 @@ WM_API void* __wrap___memset_chk(void* dst, int c, size_t n, size_t dst_len) noe
 #define WM_ATOMIC_RMW(N, T, OP)                                          \
   WM_API T __tsan_atomic##N##_##OP(volatile T* a, T v, int mo) noexcept { \
     report_access(WM_IP(), a, sizeof(T), true);                          \
-    return Atomic<T>::OP(a, v, mo);                                      \
+    const uint64_t b = sync_before(a, mo);                               \
+    const T old = Atomic<T>::OP(a, v, mo);                               \
+    sync_after(a, mo, b);                                                \
+    return old;                                                          \
   }
 
 #define WM_ATOMIC_WIDTH(N, T)                                                                     \
   WM_API T __tsan_atomic##N##_load(const volatile T* a, int mo) noexcept {                        \
     report_access(WM_IP(), a, sizeof(T), false);                                                  \
-    return Atomic<T>::load(a, mo);                                                                \
+    const T v = Atomic<T>::load(a, mo);                                                           \
+    sync_after(a, mo, 0);                                                                         \
+    return v;                                                                                     \
   }                                                                                               \
   WM_API void __tsan_atomic##N##_store(volatile T* a, T v, int mo) noexcept {                     \
     report_access(WM_IP(), a, sizeof(T), true);                                                   \
+    sync_before(a, mo);                                                                           \
     Atomic<T>::store(a, v, mo);                                                                   \
   }                                                                                               \
   WM_ATOMIC_RMW(N, T, exchange)                                                                   \
@@ -590,17 +627,25 @@ WM_API void* __wrap___memset_chk(void* dst, int c, size_t n, size_t dst_len) noe
   WM_API int __tsan_atomic##N##_compare_exchange_strong(volatile T* a, T* c, T v, int mo,         \
                                                         int fail_mo) noexcept {                   \
     report_access(WM_IP(), a, sizeof(T), true);                                                   \
-    return Atomic<T>::cas(a, c, v, false, mo, fail_mo) ? 1 : 0;                                   \
+    const uint64_t b = sync_before(a, mo);                                                        \
+    const int ok = Atomic<T>::cas(a, c, v, false, mo, fail_mo) ? 1 : 0;                           \
+    sync_after(a, ok ? mo : fail_mo, b);                                                          \
+    return ok;                                                                                    \
   }                                                                                               \
   WM_API int __tsan_atomic##N##_compare_exchange_weak(volatile T* a, T* c, T v, int mo,           \
                                                       int fail_mo) noexcept {                     \
     report_access(WM_IP(), a, sizeof(T), true);                                                   \
-    return Atomic<T>::cas(a, c, v, true, mo, fail_mo) ? 1 : 0;                                    \
+    const uint64_t b = sync_before(a, mo);                                                        \
+    const int ok = Atomic<T>::cas(a, c, v, true, mo, fail_mo) ? 1 : 0;                            \
+    sync_after(a, ok ? mo : fail_mo, b);                                                          \
+    return ok;                                                                                    \
   }                                                                                               \
   WM_API T __tsan_atomic##N##_compare_exchange_val(volatile T* a, T c, T v, int mo,               \
                                                    int fail_mo) noexcept {                        \
     report_access(WM_IP(), a, sizeof(T), true);                                                   \
-    Atomic<T>::cas(a, &c, v, false, mo, fail_mo);                                                 \
+    const uint64_t b = sync_before(a, mo);                                                        \
+    const bool ok = Atomic<T>::cas(a, &c, v, false, mo, fail_mo);                                 \
+    sync_after(a, ok ? mo : fail_mo, b);                                                          \
     return c; /* unchanged on success (== old value), current value on failure */               \
   }
 
