@@ -33,6 +33,7 @@
 #include "runtime/exact/access_sink.h"
 #include "runtime/exact/hit_path.h"
 #include "runtime/exact/relay.h"
+#include "runtime/exact/thread_order.h"
 #include "sim/sim.h"
 
 namespace whymiss::rt {
@@ -841,6 +842,17 @@ void sync_after(uintptr_t addr, uint64_t before) noexcept {
   *t->errno_loc = saved;
 }
 
+// Synchronisation the ABI does not see (sync_hooks.cpp): the same as sync_before/sync_after for
+// an operation that only releases, or only acquires.
+void release_point(uintptr_t addr) noexcept {
+  if (!t_in_runtime) sync_before(addr);
+}
+void acquire_point(uintptr_t addr) noexcept {
+  if (t_in_runtime || sync_mark(t_state) == 0) return;
+  Inside in;  // errno kept; a signal handler's accesses meanwhile stay out of the ring
+  depend_on(t_state, sync_slot(addr).load(std::memory_order_relaxed));
+}
+
 // pthread_join returned: the joined thread's accesses come before the joiner's next ones.
 void after_join(pthread_t th) noexcept {
   ThreadState* self = t_state;
@@ -860,19 +872,3 @@ void after_join(pthread_t th) noexcept {
 
 }  // namespace whymiss::rt
 
-// pthread_join, interposed in exact mode only: see after_join().
-extern "C" __attribute__((visibility("default"))) int pthread_join(pthread_t th, void** ret) {
-  using JoinFn = int (*)(pthread_t, void**);
-  static std::atomic<JoinFn> real{nullptr};
-  JoinFn fn = real.load(std::memory_order_acquire);
-  if (fn == nullptr) {
-    const bool was = whymiss::rt::set_in_runtime(true);
-    fn = reinterpret_cast<JoinFn>(dlsym(RTLD_NEXT, "pthread_join"));
-    whymiss::rt::set_in_runtime(was);
-    if (fn == nullptr) return ESRCH;
-    real.store(fn, std::memory_order_release);
-  }
-  const int rc = fn(th, ret);
-  if (rc == 0) whymiss::rt::after_join(th);
-  return rc;
-}
