@@ -79,7 +79,8 @@ WM_HOOK int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m) {
   return rc;
 }
 
-WM_HOOK int pthread_cond_timedwait(pthread_cond_t* c, pthread_mutex_t* m, const struct timespec* t) {
+WM_HOOK int pthread_cond_timedwait(pthread_cond_t* c, pthread_mutex_t* m,
+                                   const struct timespec* t) {
   static std::atomic<int (*)(pthread_cond_t*, pthread_mutex_t*, const struct timespec*)> real{
       nullptr};
   auto fn = next_fn(real, "pthread_cond_timedwait", "GLIBC_2.3.2");
