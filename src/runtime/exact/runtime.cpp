@@ -252,10 +252,12 @@ constinit std::atomic<uint64_t> g_sync[1u << kSyncSlotBits] = {};
 std::atomic<uint64_t>& sync_slot(uintptr_t addr) {
   return g_sync[((addr >> 3) * 0x9E3779B97F4A7C15ull) >> (64 - kSyncSlotBits)];
 }
-// The thread's mark, or 0 when it has no lane (single-threaded so far, or past its exit).
+// The thread's mark, or 0 when it has no lane (single-threaded so far, or past its exit) or
+// recording is over (finished, or a forked child: no relay reads the ring any more).
 uint64_t sync_mark(ThreadState* t) {
   if (t == nullptr || !t->relayed || t->lane.ring == nullptr ||
-      t->lane.closing.load(std::memory_order_relaxed))
+      t->lane.closing.load(std::memory_order_relaxed) ||
+      g.state.load(std::memory_order_relaxed) != kRecording)
     return 0;
   return (uint64_t(t->lane.id) + 1) << kPosBits | (t->lane.ring->produced() & kPosMask);
 }
