@@ -29,6 +29,16 @@ Fn next_fn(std::atomic<Fn>& cache, const char* name, const char* version = nullp
 
 uintptr_t addr_of(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 
+using MutexFn = int (*)(pthread_mutex_t*);
+// A lock taken by libc's `name`: what the previous holder published comes first.
+int lock_with(std::atomic<MutexFn>& real, const char* name, pthread_mutex_t* m) {
+  const MutexFn fn = next_fn(real, name);
+  if (fn == nullptr) return EINVAL;
+  const int rc = fn(m);
+  if (rc == 0) whymiss::rt::acquire_point(addr_of(m));
+  return rc;
+}
+
 }  // namespace
 
 #define WM_HOOK extern "C" __attribute__((visibility("default")))
@@ -43,25 +53,17 @@ WM_HOOK int pthread_join(pthread_t th, void** ret) {
 }
 
 WM_HOOK int pthread_mutex_lock(pthread_mutex_t* m) {
-  static std::atomic<int (*)(pthread_mutex_t*)> real{nullptr};
-  auto fn = next_fn(real, "pthread_mutex_lock");
-  if (fn == nullptr) return EINVAL;
-  const int rc = fn(m);
-  if (rc == 0) whymiss::rt::acquire_point(addr_of(m));
-  return rc;
+  static std::atomic<MutexFn> real{nullptr};
+  return lock_with(real, "pthread_mutex_lock", m);
 }
 
 WM_HOOK int pthread_mutex_trylock(pthread_mutex_t* m) {
-  static std::atomic<int (*)(pthread_mutex_t*)> real{nullptr};
-  auto fn = next_fn(real, "pthread_mutex_trylock");
-  if (fn == nullptr) return EINVAL;
-  const int rc = fn(m);
-  if (rc == 0) whymiss::rt::acquire_point(addr_of(m));
-  return rc;
+  static std::atomic<MutexFn> real{nullptr};
+  return lock_with(real, "pthread_mutex_trylock", m);
 }
 
 WM_HOOK int pthread_mutex_unlock(pthread_mutex_t* m) {
-  static std::atomic<int (*)(pthread_mutex_t*)> real{nullptr};
+  static std::atomic<MutexFn> real{nullptr};
   auto fn = next_fn(real, "pthread_mutex_unlock");
   if (fn == nullptr) return EINVAL;
   whymiss::rt::release_point(addr_of(m));
