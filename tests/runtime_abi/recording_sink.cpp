@@ -42,8 +42,9 @@ namespace whymiss::rt {
 void on_init() noexcept { add(&g.inits, 1); }
 
 // The ABI tests check accesses, not ordering between threads.
-uint64_t sync_before(uintptr_t) noexcept { return 0; }
-void sync_after(uintptr_t, uint64_t) noexcept {}
+uint64_t sync_before(uintptr_t, bool) noexcept { return 0; }
+void sync_after(uintptr_t) noexcept {}
+void sync_undo(uintptr_t, uint64_t) noexcept {}
 
 void on_access(uintptr_t ip, uintptr_t addr, uint32_t size, bool write) noexcept {
   const int w = write ? 1 : 0;

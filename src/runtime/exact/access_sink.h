@@ -29,11 +29,13 @@ void on_access(uintptr_t ip, uintptr_t addr, uint32_t size, bool write) noexcept
 void on_range(uintptr_t ip, uintptr_t addr, size_t size, bool write) noexcept;
 
 // Synchronisation by an atomic operation on `addr`, for sinks that order threads (exact mode's
-// relay): sync_before() right before the operation when it releases (it publishes what this
-// thread did before it); sync_after() right after it when it acquires, with what sync_before
-// returned for the same operation (0 if it was not called).
-uint64_t sync_before(uintptr_t addr) noexcept;
-void sync_after(uintptr_t addr, uint64_t before) noexcept;
+// relay). sync_before() right before an operation that releases (it publishes what this thread
+// did before it), told whether it also acquires (then it takes care of that too); sync_after()
+// right after one that acquires and did not release; sync_undo() after a compare-exchange that
+// failed, so released nothing, with what sync_before returned.
+uint64_t sync_before(uintptr_t addr, bool acquires) noexcept;
+void sync_after(uintptr_t addr) noexcept;
+void sync_undo(uintptr_t addr, uint64_t before) noexcept;
 
 // Called once per process, from the first __tsan_init (each instrumented translation unit calls
 // __tsan_init from a high-priority constructor; the ABI layer deduplicates).

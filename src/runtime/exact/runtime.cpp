@@ -269,9 +269,11 @@ void depend_on(ThreadState* t, uint64_t mark) {
   uint64_t& seen = t->dep_seen[id % ThreadState::kDepCache];
   if ((seen >> kPosBits) == (mark >> kPosBits) && (seen & kPosMask) >= (mark & kPosMask)) return;
   seen = mark;
-  // The thread's own accesses may be simulated inline (solo): its next access then waits for
-  // the relay to reach this marker (access() fences before simulating inline).
   relay::depend(&t->lane, id, mark & kPosMask);
+  // A thread lent the simulator (solo) would simulate its next access inline at once: without
+  // its memo it goes through access() again, which fences (waits for the relay to pass the
+  // marker) before simulating inline. Only this thread writes the field.
+  if (t->memo != nullptr) t->memo = nullptr;
 }
 
 // A thread with a lane takes held hits on its own core's memo (hit_path.h), unless threads
@@ -824,31 +826,46 @@ uint32_t next_thread_index() noexcept {
 }
 
 // Release and acquire by atomic operations (access_sink.h). A release stores this thread's mark
-// before the operation publishes, so an acquire that reads what it published finds the mark (or
-// a later one for the same slot: a hash collision or a later release only make the wait longer,
-// never wrong in the relay's sense, as every mark names a position already pushed).
+// before the operation publishes, so an acquire that reads what it published finds it. A slot
+// keeps one mark: a later release to the same address, or a hash collision, replaces it, and an
+// acquirer then waits for that one instead (order may be lost that way, never progress: every
+// mark names a position already pushed). An operation that also acquires first waits for the
+// mark it replaces, so that its own mark covers that wait (chains of read-modify-writes).
+// Not while this thread is inside the runtime (a signal handler's atomics during a push of ours).
 constexpr uint64_t kCalled = uint64_t(1) << 63;  // in sync_before's answer: never in a mark
-uint64_t sync_before(uintptr_t addr) noexcept {
-  const uint64_t mark = sync_mark(t_state);
-  if (mark == 0) return 0;
-  // For an acquire-release operation the previous mark is what to wait for afterwards.
-  return sync_slot(addr).exchange(mark, std::memory_order_relaxed) | kCalled;
-}
-void sync_after(uintptr_t addr, uint64_t before) noexcept {
+uint64_t sync_before(uintptr_t addr, bool acquires) noexcept {
   ThreadState* t = t_state;
-  if (sync_mark(t) == 0) return;
-  const uint64_t mark =
-      before != 0 ? before & ~kCalled : sync_slot(addr).load(std::memory_order_relaxed);
+  if (t_in_runtime || sync_mark(t) == 0) return 0;
+  std::atomic<uint64_t>& slot = sync_slot(addr);
+  if (acquires) {
+    const int saved = *t->errno_loc;
+    depend_on(t, slot.load(std::memory_order_relaxed));
+    *t->errno_loc = saved;
+  }
+  return slot.exchange(sync_mark(t), std::memory_order_relaxed) | kCalled;
+}
+void sync_after(uintptr_t addr) noexcept {
+  ThreadState* t = t_state;
+  if (t_in_runtime || sync_mark(t) == 0) return;
   const int saved = *t->errno_loc;
-  depend_on(t, mark);
+  depend_on(t, sync_slot(addr).load(std::memory_order_relaxed));
   *t->errno_loc = saved;
+}
+// A compare-exchange that failed released nothing: the mark it replaced goes back, unless
+// another release has replaced ours meanwhile.
+void sync_undo(uintptr_t addr, uint64_t before) noexcept {
+  ThreadState* t = t_state;
+  const uint64_t mine = sync_mark(t);
+  if (t_in_runtime || mine == 0) return;
+  std::atomic<uint64_t>& slot = sync_slot(addr);
+  uint64_t cur = slot.load(std::memory_order_relaxed);
+  if ((cur >> kPosBits) == (mine >> kPosBits))
+    slot.compare_exchange_strong(cur, before & ~kCalled, std::memory_order_relaxed);
 }
 
 // Synchronisation the ABI does not see (sync_hooks.cpp): the same as sync_before/sync_after for
 // an operation that only releases, or only acquires.
-void release_point(uintptr_t addr) noexcept {
-  if (!t_in_runtime) sync_before(addr);
-}
+void release_point(uintptr_t addr) noexcept { sync_before(addr, false); }
 void acquire_point(uintptr_t addr) noexcept {
   if (t_in_runtime || sync_mark(t_state) == 0) return;
   Inside in;  // errno kept; a signal handler's accesses meanwhile stay out of the ring
@@ -860,7 +877,10 @@ void after_join(pthread_t th) noexcept {
   ThreadState* self = t_state;
   if (sync_mark(self) == 0) return;
   // Newest first: a pthread_t may be reused once its thread has been joined.
-  for (uint32_t i = std::min(g.next_index.load(), kMaxThreads); i-- > 0;) {
+  // (Threads past the simulated cores are not recorded when each has a core of its own.)
+  uint32_t n = std::min(g.next_index.load(), kMaxThreads);
+  if (g.one_per_core) n = std::min(n, g.cores);
+  for (uint32_t i = n; i-- > 0;) {
     ThreadState* t = g.threads[i].load(std::memory_order_acquire);
     if (t == nullptr || t == self || !pthread_equal(t->self, th)) continue;
     const uint64_t mark = t->final_mark.load(std::memory_order_acquire);

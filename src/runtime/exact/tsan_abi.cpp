@@ -68,24 +68,31 @@ inline bool acquires(int mo) noexcept {
   return b == __ATOMIC_CONSUME || b == __ATOMIC_ACQUIRE || b == __ATOMIC_ACQ_REL ||
          b >= __ATOMIC_SEQ_CST;
 }
+// Runs f() inside the sink (the same guard as an access).
+template <class F>
+__attribute__((always_inline)) inline void in_sink(F&& f) noexcept {
+  t_in_sink = 1;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  f();
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  t_in_sink = 0;
+}
+// Before an operation with order `mo`; returns what sync_after needs (0: it released nothing).
 __attribute__((always_inline)) inline uint64_t sync_before(const volatile void* addr,
                                                            int mo) noexcept {
   if (t_in_sink != 0 || !releases(mo)) return 0;
-  t_in_sink = 1;
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  const uint64_t b = whymiss::rt::sync_before(reinterpret_cast<uintptr_t>(addr));
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  t_in_sink = 0;
+  uint64_t b = 0;
+  in_sink([&] { b = whymiss::rt::sync_before(reinterpret_cast<uintptr_t>(addr), acquires(mo)); });
   return b;
 }
+// After it: `mo` is the order it completed with (a failed compare-exchange's failure order),
+// `done` whether it wrote (false for a failed compare-exchange).
 __attribute__((always_inline)) inline void sync_after(const volatile void* addr, int mo,
-                                                      uint64_t before) noexcept {
-  if (t_in_sink != 0 || !acquires(mo)) return;
-  t_in_sink = 1;
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  whymiss::rt::sync_after(reinterpret_cast<uintptr_t>(addr), before);
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  t_in_sink = 0;
+                                                      uint64_t before, bool done = true) noexcept {
+  if (t_in_sink != 0) return;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+  if (before != 0 && !done) in_sink([&] { whymiss::rt::sync_undo(a, before); });
+  if (before == 0 && acquires(mo)) in_sink([&] { whymiss::rt::sync_after(a); });
 }
 
 __attribute__((always_inline)) inline void report_range(uintptr_t ip, const volatile void* addr,
@@ -629,7 +636,7 @@ WM_API void* __wrap___memset_chk(void* dst, int c, size_t n, size_t dst_len) noe
     report_access(WM_IP(), a, sizeof(T), true);                                                   \
     const uint64_t b = sync_before(a, mo);                                                        \
     const int ok = Atomic<T>::cas(a, c, v, false, mo, fail_mo) ? 1 : 0;                           \
-    sync_after(a, ok ? mo : fail_mo, b);                                                          \
+    sync_after(a, ok ? mo : fail_mo, b, ok);                                                      \
     return ok;                                                                                    \
   }                                                                                               \
   WM_API int __tsan_atomic##N##_compare_exchange_weak(volatile T* a, T* c, T v, int mo,           \
@@ -637,7 +644,7 @@ WM_API void* __wrap___memset_chk(void* dst, int c, size_t n, size_t dst_len) noe
     report_access(WM_IP(), a, sizeof(T), true);                                                   \
     const uint64_t b = sync_before(a, mo);                                                        \
     const int ok = Atomic<T>::cas(a, c, v, true, mo, fail_mo) ? 1 : 0;                            \
-    sync_after(a, ok ? mo : fail_mo, b);                                                          \
+    sync_after(a, ok ? mo : fail_mo, b, ok);                                                      \
     return ok;                                                                                    \
   }                                                                                               \
   WM_API T __tsan_atomic##N##_compare_exchange_val(volatile T* a, T c, T v, int mo,               \
@@ -645,7 +652,7 @@ WM_API void* __wrap___memset_chk(void* dst, int c, size_t n, size_t dst_len) noe
     report_access(WM_IP(), a, sizeof(T), true);                                                   \
     const uint64_t b = sync_before(a, mo);                                                        \
     const bool ok = Atomic<T>::cas(a, &c, v, false, mo, fail_mo);                                 \
-    sync_after(a, ok ? mo : fail_mo, b);                                                          \
+    sync_after(a, ok ? mo : fail_mo, b, ok);                                                      \
     return c; /* unchanged on success (== old value), current value on failure */               \
   }
 
