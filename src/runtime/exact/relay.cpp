@@ -105,7 +105,10 @@ bool reached(uint32_t id, uint64_t pos) {
   if (id >= kMaxLanes) return true;  // not a lane: nothing to wait for
   Lane* target = s.lanes[id].load(std::memory_order_acquire);
   if (target == nullptr) return false;  // enrolment in progress: it has pushed nothing yet
-  return target->retired || target->ring->popped() >= pos;
+  if (target->retired) return true;
+  // A lane held at a marker has popped it, but is not past it: what that marker waits for comes
+  // before anything after it (the order is transitive only so).
+  return target->ring->popped() - (target->blocked ? 1 : 0) >= pos;
 }
 
 // The lane's next access, past any markers whose positions have been reached. False when its

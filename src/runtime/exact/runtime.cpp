@@ -837,12 +837,17 @@ uint64_t sync_before(uintptr_t addr, bool acquires) noexcept {
   ThreadState* t = t_state;
   if (t_in_runtime || sync_mark(t) == 0) return 0;
   std::atomic<uint64_t>& slot = sync_slot(addr);
-  if (acquires) {
-    const int saved = *t->errno_loc;
-    depend_on(t, slot.load(std::memory_order_relaxed));
-    *t->errno_loc = saved;
+  if (!acquires) return slot.exchange(sync_mark(t), std::memory_order_relaxed) | kCalled;
+  // The mark put in must cover the wait for exactly the one it replaces: another thread's release
+  // between the two would otherwise be neither waited for nor covered.
+  const int saved = *t->errno_loc;
+  uint64_t old = slot.load(std::memory_order_relaxed);
+  for (;;) {
+    depend_on(t, old);
+    if (slot.compare_exchange_weak(old, sync_mark(t), std::memory_order_relaxed)) break;
   }
-  return slot.exchange(sync_mark(t), std::memory_order_relaxed) | kCalled;
+  *t->errno_loc = saved;
+  return old | kCalled;
 }
 void sync_after(uintptr_t addr) noexcept {
   ThreadState* t = t_state;
