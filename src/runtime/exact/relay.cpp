@@ -91,7 +91,20 @@ void finished_one(Lane* lane) {
     futex(&lane->sleeping, FUTEX_WAKE_PRIVATE, 1, nullptr);
 }
 
-uint64_t now_us();
+uint64_t now_us() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000u + uint64_t(ts.tv_nsec) / 1000u;
+}
+
+// Time waited, counted in steps of at most `cap` between looks (`last_us`: the previous look, 0
+// before the first), so that the relay's own time off the CPU (a loaded machine, a stopped
+// process) does not count as the other side's.
+void count_wait(uint64_t* waited_us, uint64_t* last_us, uint64_t cap) {
+  const uint64_t now = now_us();
+  if (*last_us != 0) *waited_us += now - *last_us < cap ? now - *last_us : cap;
+  *last_us = now;
+}
 
 void retire(Lane* lane) {
   s.refused_retired += lane->refused.load(std::memory_order_relaxed);  // final: closing is set
@@ -119,14 +132,7 @@ bool next_access(Lane* lane, AccessRecord* r) {
   for (;;) {
     if (lane->blocked) {
       if (!reached(lane->dep_id, lane->dep_pos) && !s.stop.load(std::memory_order_relaxed)) {
-        // Time counted in steps of at most kDependencyStepUs, so that the relay's own time off
-        // the CPU (a loaded machine) does not count as waiting.
-        const uint64_t now = now_us();
-        if (lane->blocked_since_us != 0) {
-          const uint64_t step = now - lane->blocked_since_us;
-          lane->blocked_waited_us += step < kDependencyStepUs ? step : kDependencyStepUs;
-        }
-        lane->blocked_since_us = now;
+        count_wait(&lane->blocked_waited_us, &lane->blocked_since_us, kDependencyStepUs);
         if (lane->blocked_waited_us < kMaxDependencyWaitUs) return false;
       }
       lane->blocked = false;
@@ -142,11 +148,6 @@ bool next_access(Lane* lane, AccessRecord* r) {
   }
 }
 
-uint64_t now_us() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000u + uint64_t(ts.tv_nsec) / 1000u;
-}
 
 // A live lane that runs dry is waited for while its thread is runnable (waiting for a core, as
 // its accesses are simulated as if it had one), for at most kLiveWaitUs; a thread that is
@@ -325,9 +326,7 @@ bool revoke(Lane* lane) {
       continue;
     }
     if (n % 16 == 0) {  // a clock read per 16 yields
-      const uint64_t now = now_us();
-      if (last_us != 0) waited_us += now - last_us < kRevokeStepUs ? now - last_us : kRevokeStepUs;
-      last_us = now;
+      count_wait(&waited_us, &last_us, kRevokeStepUs);
       if (waited_us >= kRevokeLimitUs) {
         s.stalled.store(true, std::memory_order_release);
         return false;
@@ -365,8 +364,10 @@ void* relay_main(void*) {
     if (Lane* lent = g_solo.load(std::memory_order_relaxed)) {
       // Lent out: only the owner's own earlier pushes are simulated here, until anything else
       // needs the simulator.
+      // A lane held at a marker is taken back too: its owner must not run ahead inline of what
+      // the marker waits for.
       if (s.stop.load(std::memory_order_acquire) || lent->closing.load(std::memory_order_acquire) ||
-          others_pending(open, nopen, seen, lent)) {
+          lent->blocked || others_pending(open, nopen, seen, lent)) {
         if (!revoke(lent)) break;  // abandoned or stalled
         sole = nullptr;
         sole_rounds = 0;
@@ -380,12 +381,7 @@ void* relay_main(void*) {
         idle = 0;
         continue;
       }
-      if (lent->blocked) {  // its owner must not run ahead inline of what it waits for
-        if (!revoke(lent)) break;
-        sole = nullptr;
-        sole_rounds = 0;
-        continue;
-      }
+      if (lent->blocked) continue;  // (taken back above)
       lent->ring->publish();  // the owner waits for this before simulating inline
     } else {
       Lane* only = nullptr;
@@ -573,7 +569,6 @@ void abandon() noexcept {
 }
 
 bool stalled() noexcept { return s.stalled.load(std::memory_order_acquire); }
-
 
 namespace {
 uint64_t unsimulated(Lane* lane) {

@@ -74,7 +74,7 @@ struct Lane {
   bool retired = false;             // its ring is unmapped: every record of it was simulated
   uint32_t dep_id = 0;
   uint64_t dep_pos = 0;
-  uint64_t blocked_since_us = 0;    // last look at the hold (0: none yet)
+  uint64_t blocked_since_us = 0;    // last look at the hold (0: none yet; see count_wait)
   uint64_t blocked_waited_us = 0;   // how long it has been held, in capped steps
 };
 

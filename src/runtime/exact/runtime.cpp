@@ -833,28 +833,26 @@ uint32_t next_thread_index() noexcept {
 // mark it replaces, so that its own mark covers that wait (chains of read-modify-writes).
 // Not while this thread is inside the runtime (a signal handler's atomics during a push of ours).
 constexpr uint64_t kCalled = uint64_t(1) << 63;  // in sync_before's answer: never in a mark
+// (errno: depend_on only pushes, and a push preserves it.)
 uint64_t sync_before(uintptr_t addr, bool acquires) noexcept {
   ThreadState* t = t_state;
-  if (t_in_runtime || sync_mark(t) == 0) return 0;
+  const uint64_t mark = t_in_runtime ? 0 : sync_mark(t);
+  if (mark == 0) return 0;
   std::atomic<uint64_t>& slot = sync_slot(addr);
-  if (!acquires) return slot.exchange(sync_mark(t), std::memory_order_relaxed) | kCalled;
+  if (!acquires) return slot.exchange(mark, std::memory_order_relaxed) | kCalled;
   // The mark put in must cover the wait for exactly the one it replaces: another thread's release
   // between the two would otherwise be neither waited for nor covered.
-  const int saved = *t->errno_loc;
   uint64_t old = slot.load(std::memory_order_relaxed);
   for (;;) {
     depend_on(t, old);
     if (slot.compare_exchange_weak(old, sync_mark(t), std::memory_order_relaxed)) break;
   }
-  *t->errno_loc = saved;
   return old | kCalled;
 }
 void sync_after(uintptr_t addr) noexcept {
   ThreadState* t = t_state;
   if (t_in_runtime || sync_mark(t) == 0) return;
-  const int saved = *t->errno_loc;
   depend_on(t, sync_slot(addr).load(std::memory_order_relaxed));
-  *t->errno_loc = saved;
 }
 // A compare-exchange that failed released nothing: the mark it replaced goes back, unless
 // another release has replaced ours meanwhile.
