@@ -112,37 +112,11 @@ struct Estimator {
 
   // Reuse evidence: sweep direction and the largest span a sweep covered before coming back.
   void reuse_evidence() {
-    auto pos = [&](uint64_t obj, uint64_t addr, uint64_t* bound) {
-      *bound = UINT64_MAX;
-      auto it = objects.find(obj);
-      if (obj && it != objects.end() && addr >= it->second->start) {
-        *bound = it->second->size;
-        return addr - it->second->start;
-      }
-      return addr;
-    };
-    for (auto& [ip, x] : ins) {
-      std::map<std::pair<uint32_t, uint64_t>, std::vector<const SampleRecord*>> groups;
-      for (uint32_t i : x.samples) groups[{p.samples[i].thread, p.samples[i].object}].push_back(&p.samples[i]);
-      int64_t fwd = 0, back = 0;
-      for (auto& [key, v] : groups) {
-        std::stable_sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->time_ns < b->time_ns; });
-        uint64_t bound = 0, run_max = 0;
-        for (size_t j = 0; j < v.size(); ++j) {
-          uint64_t at = pos(v[j]->object, v[j]->addr, &bound);
-          if (j == 0) { run_max = at; continue; }
-          uint64_t prev = pos(v[j - 1]->object, v[j - 1]->addr, &bound);
-          if (at > prev) ++fwd;
-          if (at < prev) {
-            ++back;
-            x.span = std::max(x.span, std::min(run_max - at, bound));
-            run_max = at;
-          }
-          run_max = std::max(run_max, at);
-        }
-      }
-      x.sample_fwd = fwd;
-      x.sample_back = back;
+    for (auto& [ip, sw] : est::sample_sweeps(p)) {
+      Ins& x = ins[ip];
+      x.sample_fwd = sw.fwd;
+      x.sample_back = sw.back;
+      x.span = sw.span;
     }
     // Direction within windows: consecutive captures of one instruction, thread and object.
     std::map<std::tuple<uint64_t, uint32_t, uint64_t, uint32_t>, uint64_t> prev;
@@ -526,6 +500,7 @@ void Estimator::write_records() {
 
 Status estimate(Profile& p, const EstimateKnobs& k) {
   if (p.meta.mode == uint32_t(Mode::Exact)) return Ok{};
+  if (uses_traces(p)) return estimate_from_traces(p, k);
   Estimator e(p, k);
   return e.run();
 }

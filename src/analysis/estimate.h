@@ -39,6 +39,21 @@
 //  is a coherence miss (fine-grained interleaving between samples is assumed, as for threads
 //  running at once); (pmu) every sample on the line that missed L1 is a coherence miss.
 // Objects: an instruction's misses are split over the heap objects its samples fell in.
+//
+// Trace windows (soft mode, CaptureBackend::Trace; estimate_trace.cpp). When the profile holds
+// at least 1,000 traced accesses, they alone decide every count, and the rules above are not
+// used: every thread running when an epoch opened single-stepped itself for a window and
+// recorded each access before it ran. Per epoch, the threads' windows are interleaved one access
+// each in turn (as exact mode's relay interleaves threads running at once, whatever the real
+// timing was: trace_summary() reports the overlap actually observed) and replayed twice through
+// one simulator (geometry of the profile, a core per thread, LRU); only the second pass is
+// counted, so a line the window touched first gets the fate it has in the window's steady state
+// (its previous use one window earlier) rather than a compulsory miss. Accesses and misses are
+// then counted in traced accesses, per instruction, line, object and level exactly as exact mode
+// counts them, and analyze() applies the same rules and thresholds as to an exact profile.
+// Limits: a reuse longer than a window (in distinct lines) is seen as one window long, so
+// capacity misses of levels larger than a window's footprint (L2, L3) are undercounted; windows
+// are short (~20,000 instructions), so a phase of the program that no window fell in is missed.
 // Single-threaded by contract.
 #pragma once
 #include <cstdint>
@@ -63,10 +78,24 @@ struct EstimateKnobs {
 // an invalid geometry).
 Status estimate(profile::Profile& p, const EstimateKnobs& k = {});
 
+// Whether estimate() decides the profile's counts from its trace windows (see above).
+bool uses_traces(const profile::Profile& p);
+// The trace windows of a profile at a glance, for the report.
+struct TraceSummary {
+  uint64_t epochs = 0, windows = 0, accesses = 0, steps = 0, threads = 0;
+  // Of the time that epochs with two or more windows were traced, the share with two or more
+  // threads stepping at once; -1 when no epoch had two windows.
+  double overlap = -1;
+};
+TraceSummary trace_summary(const profile::Profile& p);
+// The trace path of estimate() (called by it when uses_traces(p)).
+Status estimate_from_traces(profile::Profile& p, const EstimateKnobs& k);
+
 // How many samples / windows / captures back a finding (samples and captures of its
 // instructions, windows armed on them).
 struct Support {
   uint64_t samples = 0, windows = 0, captures = 0;
+  uint64_t traced = 0;  // traced accesses of its instructions (trace windows)
 };
 Support support(const profile::Profile& p, const Finding& f);
 

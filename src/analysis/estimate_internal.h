@@ -72,4 +72,14 @@ struct Ins {
   }
 };
 
+// What an instruction's samples say about reuse (estimate.h, "Reuse evidence"): per (thread,
+// object) in time order, forward and backward steps of its position (offset in its heap object;
+// the address for other data), and the largest span a forward run covered before stepping back,
+// bounded by the object's size: a lower bound of how far apart the sweep's reuses are.
+struct Sweep {
+  int64_t fwd = 0, back = 0;
+  uint64_t span = 0;
+};
+std::map<uint64_t, Sweep> sample_sweeps(const profile::Profile& p);
+
 }  // namespace whymiss::analysis::est

@@ -1,7 +1,10 @@
 // What backs a finding of a sampled profile, and how its numbers were obtained (for the report).
+#include <algorithm>
 #include <set>
+#include <unordered_map>
 
 #include "analysis/estimate.h"
+#include "analysis/estimate_internal.h"
 
 namespace whymiss::analysis {
 
@@ -20,12 +23,23 @@ Support support(const profile::Profile& p, const Finding& f) {
   for (const auto& r : p.samples) s.samples += ips.count(r.ip);
   for (const auto& w : p.windows) s.windows += ips.count(w.ip);
   for (const auto& c : p.captures) s.captures += ips.count(c.ip);
+  for (const auto& a : p.trace_accesses) s.traced += ips.count(a.ip);
   return s;
 }
 
 std::string provenance(const profile::Profile& p, const Finding& f) {
   using profile::Mode;
   if (p.meta.mode == uint32_t(Mode::Exact)) return "counted";
+  if (uses_traces(p)) {
+    const TraceSummary t = trace_summary(p);
+    std::string s = "accesses traced in " + std::to_string(t.windows) + " thread windows of " +
+                    std::to_string(t.epochs) + " epochs; misses counted by replaying them (steady state)";
+    if (sharing(f)) {
+      s += "; threads interleaved access by access";
+      if (t.overlap >= 0) s += ", and they stepped at the same time " + std::to_string(int(t.overlap * 100 + 0.5)) + "% of the traced time";
+    }
+    return s;
+  }
   const Support s = support(p, f);
   const bool pmu = p.meta.mode == uint32_t(Mode::Pmu);
   if (sharing(f)) {
@@ -48,4 +62,47 @@ std::string provenance(const profile::Profile& p, const Finding& f) {
                     : "accesses sampled; misses modelled from samples only (set concentration, sweep span; no windows)";
 }
 
+namespace est {
+
+std::map<uint64_t, Sweep> sample_sweeps(const profile::Profile& p) {
+  std::unordered_map<uint64_t, const profile::ObjectRecord*> objects;
+  for (const auto& o : p.objects) objects[o.serial] = &o;
+  auto pos = [&](uint64_t obj, uint64_t addr, uint64_t* bound) {
+    *bound = UINT64_MAX;
+    auto it = objects.find(obj);
+    if (obj && it != objects.end() && addr >= it->second->start) {
+      *bound = it->second->size;
+      return addr - it->second->start;
+    }
+    return addr;
+  };
+  std::map<uint64_t, std::map<std::pair<uint32_t, uint64_t>, std::vector<const profile::SampleRecord*>>> groups;
+  for (const auto& s : p.samples) groups[s.ip][{s.thread, s.object}].push_back(&s);
+  std::map<uint64_t, Sweep> out;
+  for (auto& [ip, by_key] : groups) {
+    Sweep& x = out[ip];
+    for (auto& [key, v] : by_key) {
+      std::stable_sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->time_ns < b->time_ns; });
+      uint64_t bound = 0, run_max = 0;
+      for (size_t j = 0; j < v.size(); ++j) {
+        const uint64_t at = pos(v[j]->object, v[j]->addr, &bound);
+        if (j == 0) {
+          run_max = at;
+          continue;
+        }
+        const uint64_t prev = pos(v[j - 1]->object, v[j - 1]->addr, &bound);
+        if (at > prev) ++x.fwd;
+        if (at < prev) {
+          ++x.back;
+          x.span = std::max(x.span, std::min(run_max - at, bound));
+          run_max = at;
+        }
+        run_max = std::max(run_max, at);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace est
 }  // namespace whymiss::analysis

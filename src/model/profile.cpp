@@ -129,6 +129,8 @@ Status write_profile(const std::string& path, const Profile& p) {
       {Section::Windows, sizeof(WindowRecord), p.windows.size(), p.windows.data()},
       {Section::Captures, sizeof(CaptureRecord), p.captures.size(), p.captures.data()},
       {Section::Notes, sizeof(NoteRecord), notes.size(), notes.data()},
+      {Section::Traces, sizeof(TraceRecord), p.traces.size(), p.traces.data()},
+      {Section::TraceAccesses, sizeof(TraceAccessRecord), p.trace_accesses.size(), p.trace_accesses.data()},
   };
   int err = write_profile_sections(path.c_str(), s, sizeof s / sizeof s[0]);
   if (err) return make_error("cannot write profile '" + path + "': " + std::strerror(err));
@@ -206,6 +208,8 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
       case Section::Windows: ok = take(data, s, &p.windows); break;
       case Section::Captures: ok = take(data, s, &p.captures); break;
       case Section::Notes: ok = take(data, s, &note_recs); break;
+      case Section::Traces: ok = take(data, s, &p.traces); break;
+      case Section::TraceAccesses: ok = take(data, s, &p.trace_accesses); break;
       default: break;  // unknown sections of the same version are skipped
     }
     if (!ok) return bad("section " + std::to_string(i) + " has records of an unexpected size");
@@ -231,6 +235,8 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
   }
   for (const auto& c : p.captures)
     if (c.window >= p.windows.size()) return bad("a capture names a missing window");
+  for (const auto& a : p.trace_accesses)
+    if (a.window >= p.traces.size()) return bad("a traced access names a missing trace window");
   for (const auto& l : levels) {
     LevelGeometry g;
     g.name.assign(l.name, strnlen(l.name, sizeof l.name));

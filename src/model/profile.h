@@ -36,6 +36,7 @@ enum class CaptureBackend : uint32_t {
   None = 0,       // no capture stage (disabled or unavailable: see Notes)
   HwBreakpoint = 1,  // perf PERF_TYPE_BREAKPOINT / HW_BREAKPOINT_X
   Int3 = 2,       // software breakpoint (int3 patched into the code) + single step
+  Trace = 3,      // full-trace windows: every thread single-steps itself (Traces section)
 };
 // Why a sample was dropped (MetaRecord::discarded index).
 enum class DiscardReason : uint32_t {
@@ -57,6 +58,9 @@ enum class Section : uint32_t {
   // Sampling collectors (soft, pmu): raw facts, turned into the records above by
   // analysis::estimate() at report time. Readers of older builds skip them.
   Samples, Windows, Captures, Notes,
+  // Soft mode's full-trace windows (TraceRecord, TraceAccessRecord). Readers of older builds
+  // skip them.
+  Traces, TraceAccesses,
 };
 
 struct FileHeader {
@@ -232,6 +236,42 @@ struct CaptureRecord {
 };
 static_assert(sizeof(CaptureRecord) == 48);
 
+// A full-trace window: one thread single-stepped itself (trap flag) for up to `steps`
+// instructions and recorded every data access before it ran. Windows of one `epoch` were opened
+// together for every thread running then; the estimator replays them together.
+enum class TraceEnd : uint32_t {
+  Done = 0,       // the step budget ran out
+  Syscall = 1,    // the next instruction enters the kernel (syscall, sysenter, int n)
+  Flags = 2,      // the next instruction reads or restores the trap flag (pushf, popf, iret)
+  Stopped = 3,    // the run ended (or the collector stopped) during the window
+  Full = 4,       // the access store was full
+  Undecodable = 5,  // an instruction the decoder could not read
+};
+struct TraceRecord {
+  uint64_t start_ns, end_ns;  // CLOCK_MONOTONIC; end_ns = 0 if the window never ended
+  uint32_t thread;            // thread index
+  uint32_t epoch;             // windows opened together share it (1, 2, ...)
+  uint32_t steps;             // instructions stepped (recorded or not)
+  uint32_t accesses;          // TraceAccessRecords of this window
+  uint32_t dropped;           // accesses not stored (store full)
+  uint32_t end;               // TraceEnd
+  uint32_t skipped;           // accesses not recorded: implicit stack slots, the runtime's own code
+  uint32_t reserved;
+};
+static_assert(sizeof(TraceRecord) == 48);
+
+// One data access of a full-trace window, in program order within its window.
+struct TraceAccessRecord {
+  uint64_t ip;
+  uint64_t addr;
+  uint64_t object;  // heap object serial, 0 if none
+  uint32_t window;  // index into Traces
+  uint16_t size;
+  uint8_t flags;    // kAccessRead | kAccessWrite
+  uint8_t reserved;
+};
+static_assert(sizeof(TraceAccessRecord) == 32);
+
 // A remark of the collector for the report (e.g. why the capture stage was off).
 struct NoteRecord {
   uint32_t text_str;
@@ -258,6 +298,8 @@ struct Profile {
   std::vector<SampleRecord> samples;
   std::vector<WindowRecord> windows;
   std::vector<CaptureRecord> captures;
+  std::vector<TraceRecord> traces;
+  std::vector<TraceAccessRecord> trace_accesses;
   struct Note { uint32_t severity; std::string text; };
   std::vector<Note> notes;
 };

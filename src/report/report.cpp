@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "analysis/estimate.h"
 #include "report/json.h"
 #include "report/sampled.h"
 
@@ -149,7 +150,8 @@ void write_json(std::ostream& out, const profile::Profile& p, const analysis::An
   if (sampled::is_sampled(p)) sampled::json_sampling(w, p);
   json_collector_notes(w, p);
   w.key("totals").begin_object();
-  if (sampled::is_sampled(p)) w.field("unit", "samples").field("accesses", uint64_t(p.samples.size()));
+  if (analysis::uses_traces(p)) w.field("unit", "traced accesses").field("accesses", uint64_t(p.trace_accesses.size()));
+  else if (sampled::is_sampled(p)) w.field("unit", "samples").field("accesses", uint64_t(p.samples.size()));
   else w.field("accesses", p.meta.accesses);
   w.field("dropped_accesses", p.meta.dropped_accesses).field("dropped_records", p.meta.dropped_records);
   w.key("levels").begin_array();
@@ -247,6 +249,8 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
   const bool exact = p.meta.mode == uint32_t(profile::Mode::Exact);
   out << "whymiss report: " << mode_name(p.meta.mode) << " mode — "
       << (exact ? "every access counted by simulating the cache hierarchy\n"
+          : analysis::uses_traces(p)
+              ? "accesses traced in windows, misses counted by replaying them (in units of traced accesses)\n"
           : p.meta.mode == uint32_t(profile::Mode::Soft)
               ? "accesses sampled, misses modelled (estimates in units of samples)\n"
               : "accesses and misses sampled (estimates in units of samples)\n");
@@ -345,7 +349,7 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
   for (const auto& sl : lines) shown += sl.misses[0][0] > 0;
   if (shown) {
     out << "\nSource lines by " << p.geometry.levels[0].name << " misses [" << how(p) << "]:\n";
-    std::snprintf(b, sizeof b, "%14s %12s %12s  %s\n", exact ? "accesses" : "samples",
+    std::snprintf(b, sizeof b, "%14s %12s %12s  %s\n", exact || analysis::uses_traces(p) ? "accesses" : "samples",
                   p.geometry.levels[0].name.c_str(), p.geometry.levels.back().name.c_str(), "line");
     out << b;
     for (size_t i = 0; i < lines.size() && i < o.max_text_lines && lines[i].misses[0][0]; ++i) {

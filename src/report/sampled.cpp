@@ -23,7 +23,8 @@ std::string thousands(uint64_t v) {
 
 // "1 window", "2 windows", "1,024 captures".
 std::string counted(uint64_t n, const char* noun) {
-  return thousands(n) + " " + noun + (n == 1 ? "" : "s");
+  const std::string w(noun);
+  return thousands(n) + " " + w + (n == 1 ? "" : w.back() == 's' ? "es" : "s");
 }
 
 const char* source_name(uint32_t s) {
@@ -40,6 +41,7 @@ const char* backend_name(uint32_t b) {
   switch (profile::CaptureBackend(b)) {
     case profile::CaptureBackend::HwBreakpoint: return "hardware breakpoints";
     case profile::CaptureBackend::Int3: return "int3 breakpoints";
+    case profile::CaptureBackend::Trace: return "trace windows (trap-flag single-stepping)";
     case profile::CaptureBackend::None: break;
   }
   return "none";
@@ -59,6 +61,7 @@ bool is_sampled(const profile::Profile& p) { return p.meta.mode != uint32_t(Mode
 
 std::string how(const profile::Profile& p) {
   if (p.meta.mode == uint32_t(Mode::Exact)) return "counted";
+  if (analysis::uses_traces(p)) return "accesses traced, misses counted by replay";
   if (p.meta.mode == uint32_t(Mode::Soft)) return "accesses sampled, misses modelled";
   return "sampled";
 }
@@ -80,6 +83,13 @@ const char* confidence(const profile::Profile& p, const analysis::Finding& f) {
   const analysis::Support s = analysis::support(p, f);
   const bool sharing = f.kind == analysis::Kind::FalseSharing || f.kind == analysis::Kind::TrueSharing;
   // Capacity vs conflict needs an access pattern (windows) unless the PMU gave the misses.
+  if (analysis::uses_traces(p)) {
+    // Every access of the windows was seen; what limits trust is how much of the run they cover.
+    const analysis::TraceSummary t = analysis::trace_summary(p);
+    if (s.traced >= 1000 && t.epochs >= 3) return "high";
+    if (s.traced >= 200) return "medium";
+    return "low";
+  }
   const bool pattern = sharing || s.captures >= 64;
   if (s.samples >= 1000 && pattern) return "high";
   if (s.samples >= 100 && (pattern || p.meta.mode == uint32_t(Mode::Pmu))) return "medium";
@@ -108,6 +118,17 @@ void text_header(std::ostream& out, const profile::Profile& p) {
     }
     out << ")";
   }
+  if (p.meta.capture_backend == uint32_t(profile::CaptureBackend::Trace)) {
+    const analysis::TraceSummary t = analysis::trace_summary(p);
+    out << "\ntrace windows: " << counted(t.epochs, "epoch") << ", " << counted(t.windows, "thread window")
+        << ", " << thousands(t.steps) << " instructions stepped, " << counted(t.accesses, "access") << " recorded";
+    if (t.overlap >= 0)
+      out << "; threads stepped at the same time " << std::lround(t.overlap * 100) << "% of the traced time";
+    if (!analysis::uses_traces(p))
+      out << "\n  (too few traced accesses to count from: a longer run gives more windows; misses modelled from samples)";
+    out << "\n";
+    return;
+  }
   out << "\ncapture stage: ";
   if (p.meta.capture_backend == uint32_t(profile::CaptureBackend::None) && p.windows.empty()) out << "off";
   else out << backend_name(p.meta.capture_backend) << ", " << counted(p.windows.size(), "window") << ", "
@@ -117,7 +138,8 @@ void text_header(std::ostream& out, const profile::Profile& p) {
 
 void text_levels(std::ostream& out, const profile::Profile& p) {
   char b[256];
-  std::snprintf(b, sizeof b, "%-5s %10s %12s %7s %11s %10s %10s %9s %9s\n", "level", "samples", "misses",
+  const bool traced = analysis::uses_traces(p);
+  std::snprintf(b, sizeof b, "%-5s %10s %12s %7s %11s %10s %10s %9s %9s\n", "level", traced ? "accesses" : "samples", "misses",
                 "ratio", "compulsory", "capacity", "conflict", "true-sh", "false-sh");
   out << b;
   for (size_t l = 0; l < p.counters.size(); ++l) {
@@ -132,11 +154,17 @@ void text_levels(std::ostream& out, const profile::Profile& p) {
                   share(3).c_str(), share(4).c_str(), share(5).c_str());
     out << b;
   }
-  out << "(samples and misses in samples; kinds as shares of each level's misses)\n";
+  out << (traced ? "(accesses and misses in traced accesses; kinds as shares of each level's misses)\n"
+                 : "(samples and misses in samples; kinds as shares of each level's misses)\n");
 }
 
 std::string text_finding_head(const profile::Profile& p, const analysis::Finding& f) {
   const std::string& lname = p.geometry.levels[size_t(f.level)].name;
+  if (analysis::uses_traces(p)) {
+    const uint64_t n = p.trace_accesses.size();
+    return approx_pct(f.share) + " of " + lname + " misses, in " +
+           approx_pct(n ? double(f.misses) / double(n) : 0) + " of traced accesses [" + how(p) + "]";
+  }
   const uint64_t samples = p.samples.size();
   return approx_pct(f.share) + " of " + lname + " misses, in " +
          approx_pct(samples ? double(f.misses) / double(samples) : 0) + " of samples [" + how(p) + "]";
@@ -144,6 +172,9 @@ std::string text_finding_head(const profile::Profile& p, const analysis::Finding
 
 std::string text_support(const profile::Profile& p, const analysis::Finding& f) {
   const analysis::Support s = analysis::support(p, f);
+  if (analysis::uses_traces(p))
+    return std::string(confidence(p, f)) + " confidence: " + counted(s.traced, "traced access") + ", " +
+           counted(s.samples, "sample") + "; " + analysis::provenance(p, f);
   return std::string(confidence(p, f)) + " confidence: " + counted(s.samples, "sample") + ", " +
          counted(s.windows, "window") + ", " + counted(s.captures, "capture") + "; " +
          analysis::provenance(p, f);
@@ -160,13 +191,21 @@ void json_sampling(JsonWriter& w, const profile::Profile& p) {
   w.end_object();
   w.key("capture").begin_object().field("backend", backend_name(p.meta.capture_backend));
   w.field("windows", uint64_t(p.windows.size())).field("captures", uint64_t(p.captures.size())).end_object();
-  w.field("unit", "samples");
+  if (p.meta.capture_backend == uint32_t(profile::CaptureBackend::Trace)) {
+    const analysis::TraceSummary t = analysis::trace_summary(p);
+    w.key("trace").begin_object().field("epochs", t.epochs).field("windows", t.windows);
+    w.field("steps", t.steps).field("accesses", t.accesses).field("threads", t.threads);
+    if (t.overlap >= 0) w.field("overlap", t.overlap);
+    w.field("counts_from_traces", analysis::uses_traces(p)).end_object();
+  }
+  w.field("unit", analysis::uses_traces(p) ? "traced accesses" : "samples");
   w.end_object();
 }
 
 void json_support(JsonWriter& w, const profile::Profile& p, const analysis::Finding& f) {
   const analysis::Support s = analysis::support(p, f);
   w.key("support").begin_object().field("samples", s.samples).field("windows", s.windows);
+  if (analysis::uses_traces(p)) w.field("traced_accesses", s.traced);
   w.field("captures", s.captures).field("confidence", confidence(p, f)).end_object();
   w.field("provenance", analysis::provenance(p, f));
 }

@@ -133,12 +133,29 @@ uint64_t rep_count(const ZydisDecodedInstruction& in, const State& s) {
   return in.address_width == 32 ? s.gpr[kRcx] & 0xffffffffu : s.gpr[kRcx];
 }
 
+uint8_t step_stop_of(const ZydisDecodedInstruction& in) {
+  switch (in.mnemonic) {
+    case ZYDIS_MNEMONIC_SYSCALL:
+      return 1;
+    case ZYDIS_MNEMONIC_SYSENTER: case ZYDIS_MNEMONIC_INT: case ZYDIS_MNEMONIC_INT1:
+    case ZYDIS_MNEMONIC_INT3: case ZYDIS_MNEMONIC_INTO:
+      return 3;
+    case ZYDIS_MNEMONIC_PUSHF: case ZYDIS_MNEMONIC_PUSHFD: case ZYDIS_MNEMONIC_PUSHFQ:
+    case ZYDIS_MNEMONIC_POPF: case ZYDIS_MNEMONIC_POPFD: case ZYDIS_MNEMONIC_POPFQ:
+    case ZYDIS_MNEMONIC_IRET: case ZYDIS_MNEMONIC_IRETD: case ZYDIS_MNEMONIC_IRETQ:
+      return 2;
+    default:
+      return 0;
+  }
+}
+
 // Memory operands of the instruction, evaluated on the registers it reads (its inputs).
 DecodeStatus evaluate(const ZydisDecodedInstruction& in, const ZydisDecodedOperand* ops,
                       uint64_t ip, const State& s, bool after, MemAccess* out) {
   out->ip = ip;
   out->length = in.length;
   out->count = 0;
+  out->step_stop = step_stop_of(in);
   switch (in.meta.category) {
     case ZYDIS_CATEGORY_NOP: case ZYDIS_CATEGORY_WIDENOP:
     case ZYDIS_CATEGORY_PREFETCH: case ZYDIS_CATEGORY_PREFETCHWT1:
@@ -176,6 +193,7 @@ DecodeStatus evaluate(const ZydisDecodedInstruction& in, const ZydisDecodedOpera
     if (op.mem.segment == ZYDIS_REGISTER_FS) a += s.fs;
     if (op.mem.segment == ZYDIS_REGISTER_GS) a += s.gs;
     MemOperand& m = out->ops[out->count++];
+    m.stack = is_stack_slot(op);
     m.addr = a;
     m.size = static_cast<uint16_t>(size > UINT16_MAX ? UINT16_MAX : size);
     m.flags = ((op.actions & ZYDIS_OPERAND_ACTION_MASK_READ) ? profile::kAccessRead : 0) |
@@ -191,6 +209,7 @@ DecodeStatus evaluate_after(const ZydisDecodedInstruction& in, const ZydisDecode
   out->ip = ip;
   out->length = in.length;
   out->count = 0;
+  out->step_stop = step_stop_of(in);
   switch (in.meta.category) {
     case ZYDIS_CATEGORY_CALL: case ZYDIS_CATEGORY_RET: case ZYDIS_CATEGORY_UNCOND_BR:
     case ZYDIS_CATEGORY_SYSRET:

@@ -17,6 +17,7 @@ struct MemOperand {
   uint64_t addr = 0;  // effective (linear) address, fs/gs base applied
   uint16_t size = 0;  // bytes accessed
   uint8_t flags = 0;  // profile::kAccessRead | kAccessWrite
+  bool stack = false; // an implicit stack slot (push, pop, call, ret, enter, leave)
 };
 
 // A decoded memory instruction and the addresses it accesses given a register state.
@@ -25,6 +26,11 @@ struct MemAccess {
   uint64_t ip = 0;     // start of the instruction
   uint8_t length = 0;  // its length in bytes
   uint8_t count = 0;   // operands filled in `ops`
+  // Set whatever the status once the instruction was identified, for a thread that
+  // single-steps itself (trace windows): 1 = `syscall` (safe to step for most system calls; the
+  // caller decides by number), 2 = reads or restores the trap flag (pushf, popf, iret), 3 =
+  // another way into the kernel (sysenter, int n, int3, into, int1): not to be stepped.
+  uint8_t step_stop = 0;
   MemOperand ops[kMaxMemOperands];
 };
 

@@ -14,6 +14,7 @@
 #include "runtime/pmu/live.h"
 #include "runtime/soft/decode.h"
 #include "runtime/soft/runtime_internal.h"
+#include "runtime/soft/trace.h"
 #if WHYMISS_HAVE_CAPTURE
 #include "runtime/soft/capture.h"
 #endif
@@ -88,6 +89,13 @@ void end_notes(const profile::MetaRecord& meta) {
                    .c_str());
   }
 #endif
+  if (g.trace_on) {
+    soft::trace::Stats t = soft::trace::stats();
+    add_note(t.dropped ? 1 : 0,
+             Text().s("trace windows (trap-flag single-stepping): ").u(t.epochs).s(" epochs, ").u(t.windows)
+                 .s(" thread windows, ").u(t.accesses).s(" accesses recorded, ").u(t.dropped)
+                 .s(" dropped (store full); a step cost ~").u(t.step_cost_ns / 1000).s(" us").c_str());
+  }
   if (g.pmu_mode && g.pmu_unknown_thread.load())
     add_note(0, Text().u(g.pmu_unknown_thread.load()).s(" pmu samples came from threads whymiss did not track").c_str());
 }
@@ -107,6 +115,7 @@ void write_profile(int term_signal) {
 #if WHYMISS_HAVE_CAPTURE
   if (g.capture_on) meta.capture_backend = uint32_t(soft::capture::backend());
 #endif
+  if (g.trace_on) meta.capture_backend = uint32_t(profile::CaptureBackend::Trace);
   meta.cores = 0;
 
   // Threads and the sample counts of their handlers.
@@ -141,6 +150,7 @@ void write_profile(int term_signal) {
 #if WHYMISS_HAVE_CAPTURE
   if (g.capture_on) soft::capture::stop();
 #endif
+  if (g.trace_on) soft::trace::stop();
   end_notes(meta);
 
   // Samples, sorted by time.
@@ -162,6 +172,19 @@ void write_profile(int term_signal) {
     if (captures) ncap = soft::capture::export_captures(captures, cc);
   }
 #endif
+
+  // Full-trace windows: windows first (their access counts), then the accesses.
+  profile::TraceRecord* traces = nullptr;
+  profile::TraceAccessRecord* taccs = nullptr;
+  size_t ntr = 0, nta = 0;
+  if (g.trace_on) {
+    const size_t wc = soft::trace::window_count(), ac = soft::trace::access_count();
+    traces = alloc_array<profile::TraceRecord>(wc);
+    taccs = alloc_array<profile::TraceAccessRecord>(ac);
+    if (taccs) nta = soft::trace::export_accesses(taccs, ac);
+    if (traces) ntr = soft::trace::export_windows(traces, wc);
+    if (!traces) nta = 0;  // accesses name windows: none without them
+  }
 
   // Strings: command, geometry source, module paths, notes.
   StringTable strings{alloc_array<char>(1 << 20), 0, 1 << 20};
@@ -199,6 +222,8 @@ void write_profile(int term_signal) {
       {profile::Section::Notes, sizeof(profile::NoteRecord), nnotes, notes},
       {profile::Section::Objects, sizeof(profile::ObjectRecord), nobj, objects},
       {profile::Section::Sites, sizeof(profile::SiteRecord), nsites, sites},
+      {profile::Section::Traces, sizeof(profile::TraceRecord), ntr, traces},
+      {profile::Section::TraceAccesses, sizeof(profile::TraceAccessRecord), nta, taccs},
   };
   profile::write_profile_sections(g.output, s, sizeof s / sizeof s[0]);
 }

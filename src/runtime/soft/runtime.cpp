@@ -49,6 +49,7 @@
 #include "runtime/soft/decode.h"
 #include "runtime/soft/runtime_internal.h"
 #include "runtime/soft/sampler.h"
+#include "runtime/soft/trace.h"
 #if WHYMISS_HAVE_CAPTURE
 #include "runtime/soft/capture.h"
 #endif
@@ -115,14 +116,15 @@ uint64_t object_of(uint64_t addr) {
 
 void discard(ThreadState* t, profile::DiscardReason r) { t->discarded[uint32_t(r)]++; }
 
-void take_sample(ThreadState* t, const ucontext_t* uc, const soft::RegisterView& rv) {
+void take_sample(ThreadState* t, ucontext_t* uc, const soft::RegisterView& rv) {
   t->in_handler.store(1, std::memory_order_seq_cst);
   if (g.state.load(std::memory_order_seq_cst) != kRecording) {
     t->in_handler.store(0, std::memory_order_release);
     return;
   }
   t->taken++;
-  if (t_in_runtime) {
+  // A thread in a trace window spends its time stepping: its samples would measure that.
+  if (t_in_runtime || (g.trace_on && soft::trace::tracing())) {
     discard(t, profile::DiscardReason::InRuntime);
   } else {
     soft::MemAccess ma;
@@ -162,6 +164,9 @@ void take_sample(ThreadState* t, const ucontext_t* uc, const soft::RegisterView&
       case soft::DecodeStatus::Clobbered: discard(t, profile::DiscardReason::Clobbered); break;
       default: discard(t, profile::DiscardReason::NoDecode); break;
     }
+    // The sample is the thread's cue to join an open trace epoch (it is running, and not in a
+    // system call).
+    if (g.trace_on) soft::trace::start_here(uc, t->index, t->fs_base, t->gs_base);
   }
   t->in_handler.store(0, std::memory_order_release);
 }
@@ -284,6 +289,7 @@ void* collector_main(void*) {
 #if WHYMISS_HAVE_CAPTURE
     if (g.capture_on) soft::capture::tick(monotonic_ns());
 #endif
+    if (g.trace_on) soft::trace::tick(monotonic_ns());
     if (g.pmu_mode) g.pmu->drain();
     g.collector_busy.store(0, std::memory_order_release);
   }
@@ -344,6 +350,7 @@ void after_fork_child() {
 #if WHYMISS_HAVE_CAPTURE
   if (g.capture_on) soft::capture::forget_after_fork();
 #endif
+  if (g.trace_on) soft::trace::forget_after_fork();
   if (g.pmu_mode) g.pmu->forget_after_fork();
   g.store.forget();
 }
@@ -435,6 +442,57 @@ uint64_t period_from_env() {
 
 void finish(int term_signal);
 
+// The executable segments of the module holding this function (the runtime itself).
+struct CodeRange {
+  uint64_t probe, lo, hi;
+};
+int find_own_code(dl_phdr_info* info, size_t, void* arg) {
+  auto* r = static_cast<CodeRange*>(arg);
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+    const uint64_t a = info->dlpi_addr + ph.p_vaddr;
+    lo = a < lo ? a : lo;
+    hi = a + ph.p_memsz > hi ? a + ph.p_memsz : hi;
+  }
+  if (r->probe < lo || r->probe >= hi) return 0;
+  r->lo = lo;
+  r->hi = hi;
+  return 1;
+}
+
+// Full-trace windows (soft/trace.h), unless WHYMISS_TRACE=0 (then the capture stage's
+// breakpoint windows, as before them). They need SIGTRAP: a program that handles it keeps it.
+void start_trace() {
+  if (const char* v = std::getenv("WHYMISS_TRACE"); v && std::strcmp(v, "0") == 0) return;
+  soft::trace::Config tc;
+  tc.seed = uint64_t(g.pid) * 0x9e3779b97f4a7c15ull + g.start_ns;
+  if (const char* v = std::getenv("WHYMISS_TRACE_STEPS"); v && *v) {
+    long n = std::atol(v);
+    if (n >= 100 && n <= 10'000'000) tc.steps = uint32_t(n);
+  }
+  if (const char* v = std::getenv("WHYMISS_TRACE_BUDGET"); v && *v) {
+    long n = std::atol(v);
+    if (n >= 1 && n <= 1000) tc.budget_permille = uint32_t(n);
+  }
+  CodeRange own{reinterpret_cast<uint64_t>(&find_own_code), 0, 0};
+  dl_iterate_phdr(find_own_code, &own);
+  const int e = soft::trace::init(tc, object_of, own.lo, own.hi);
+  if (e == 0) {
+    g.trace_on = true;
+    return;
+  }
+  char msg[kNoteLen];
+  if (e == EBUSY)
+    std::snprintf(msg, sizeof msg, "no trace windows: the program (or a debugger) handles SIGTRAP, which "
+                  "single-stepping needs; misses are modelled from samples and breakpoint windows");
+  else
+    std::snprintf(msg, sizeof msg, "no trace windows (%s); misses are modelled from samples and breakpoint windows",
+                  strerrordesc_np(e) ? strerrordesc_np(e) : "error");
+  add_note(1, msg);
+}
+
 void init() {
   int expected = kOff;
   if (!g.state.compare_exchange_strong(expected, kInitialising)) return;
@@ -475,8 +533,9 @@ void init() {
     handler_ok = false;
   }
   g.sampling = handler_ok && !g.pmu_mode;
+  if (g.sampling) start_trace();
 #if WHYMISS_HAVE_CAPTURE
-  if (handler_ok) {
+  if (handler_ok && !g.trace_on) {
     soft::capture::Config cc;
     cc.signo = g.signo;
     // Longer windows than the stage's default (256 captures, 20 ms), at the same trap-time budget

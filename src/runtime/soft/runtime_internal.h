@@ -43,6 +43,7 @@ struct Global {
   bool pmu_mode = false;       // WHYMISS_MODE=pmu and the live sampler started
   bool sampling = false;       // task-clock events are being opened for threads
   bool capture_on = false;     // the capture stage is built in and initialised
+  bool trace_on = false;       // full-trace windows (soft/trace.h) are on
   int signo = 0;
   uint64_t period_ns = 0;
   pid_t pid = 0;

@@ -1,0 +1,280 @@
+// The estimator's path for soft profiles with full-trace windows (estimate.h: "Trace windows").
+//
+// Each epoch's windows are replayed together through one simulator (the profile's geometry, one
+// core per thread, LRU): the threads' streams interleaved one access each in turn, as exact
+// mode's relay interleaves threads that run at once, whatever their real timing was (the
+// overlap actually observed is reported beside, trace_summary). Each epoch is replayed twice in
+// a row and only the second pass is counted: a line the window touches first then gets the fate
+// it would have if the window's behaviour were the program's steady state (its previous use one
+// window earlier), instead of a compulsory miss that says nothing. Everything counted is in
+// traced accesses.
+// One exception to the steady-state assumption: a sweep whose reuses lie farther apart than a
+// window reaches (a pass over an array larger than the window's footprint). When the samples of
+// an instruction show it sweeping forward over a span D (est::sample_sweeps, the rule of the
+// sampled estimator), the lines its window touched first miss, by capacity, at every level
+// smaller than D, whatever the second pass found.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "analysis/estimate.h"
+#include "analysis/estimate_internal.h"
+#include "sim/sim.h"
+
+namespace whymiss::analysis {
+namespace {
+
+using namespace profile;
+constexpr uint32_t kMaxReplayCores = 64;
+constexpr uint64_t kMinTracedAccesses = 1000;
+constexpr int kHit = 0, kTS = 4, kFS = 5;
+
+struct InsTally {
+  uint64_t acc[2] = {};
+  uint64_t miss[kLevels][kKinds] = {};
+  uint64_t set_mask = 0;
+  std::vector<uint64_t> objs, addrs;
+};
+
+struct ObjTally {
+  uint64_t miss[kKinds] = {};
+  uint64_t threads = 0, sets = 0;
+};
+
+struct LineTally {
+  uint64_t miss[kKinds] = {};
+  std::vector<uint64_t> ips;
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> masks;  // thread -> read, write granules
+};
+
+uint64_t granules(uint64_t addr, uint32_t size, uint32_t line) {
+  const uint32_t g = std::max<uint32_t>(1, line / 64);
+  const uint64_t off = addr % line;
+  const uint64_t end = std::min<uint64_t>(line, off + std::max<uint32_t>(1, size));
+  uint64_t m = 0;
+  for (uint64_t b = off / g; b * g < end && b < 64; ++b) m |= uint64_t(1) << b;
+  return m;
+}
+
+}  // namespace
+
+bool uses_traces(const Profile& p) {
+  return p.meta.mode == uint32_t(Mode::Soft) && p.trace_accesses.size() >= kMinTracedAccesses;
+}
+
+TraceSummary trace_summary(const Profile& p) {
+  TraceSummary s;
+  s.windows = p.traces.size();
+  s.accesses = p.trace_accesses.size();
+  std::map<uint32_t, std::vector<const TraceRecord*>> epochs;
+  std::set<uint32_t> threads;
+  for (const TraceRecord& t : p.traces) {
+    epochs[t.epoch].push_back(&t);
+    threads.insert(t.thread);
+    s.steps += t.steps;
+  }
+  s.epochs = epochs.size();
+  s.threads = threads.size();
+  // Overlap: of the time epochs with two or more windows were being traced, the share during
+  // which two or more threads were stepping at once.
+  uint64_t any = 0, both = 0;
+  for (auto& [e, ws] : epochs) {
+    if (ws.size() < 2) continue;
+    std::vector<std::pair<uint64_t, int>> ev;
+    for (const TraceRecord* t : ws) {
+      const uint64_t end = t->end_ns > t->start_ns ? t->end_ns : t->start_ns;
+      ev.push_back({t->start_ns, +1});
+      ev.push_back({end, -1});
+    }
+    std::sort(ev.begin(), ev.end());
+    int open = 0;
+    uint64_t prev = ev.front().first;
+    for (auto& [at, d] : ev) {
+      if (open >= 1) any += at - prev;
+      if (open >= 2) both += at - prev;
+      open += d;
+      prev = at;
+    }
+  }
+  s.overlap = any ? double(both) / double(any) : -1;
+  return s;
+}
+
+Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
+  if (auto st = validate(p.geometry); !st) return st;
+  const size_t nl = p.geometry.levels.size();
+  const uint32_t line = p.geometry.line();
+  const uint64_t l1_sets = p.geometry.levels[0].sets();
+  // Accesses per window, in program order (the export groups them; any order of windows).
+  std::vector<std::vector<uint32_t>> per_window(p.traces.size());
+  for (uint32_t i = 0; i < p.trace_accesses.size(); ++i) {
+    const uint32_t w = p.trace_accesses[i].window;
+    if (w >= p.traces.size())
+      return make_error("a traced access names window " + std::to_string(w) + " but the profile has " +
+                        std::to_string(p.traces.size()));
+    per_window[w].push_back(i);
+  }
+  std::map<uint32_t, std::vector<uint32_t>> epochs;  // epoch -> windows
+  std::map<uint32_t, uint32_t> core;                 // thread -> simulated core
+  for (uint32_t w = 0; w < p.traces.size(); ++w) {
+    epochs[p.traces[w].epoch].push_back(w);
+    core.emplace(p.traces[w].thread, uint32_t(core.size() % kMaxReplayCores));
+  }
+  sim::Knobs kn;
+  kn.cores = std::max<uint32_t>(1, std::min<uint32_t>(uint32_t(core.size()), kMaxReplayCores));
+  kn.concurrent = false;
+  auto h = sim::Hierarchy::create(p.geometry, kn);
+  if (!h) return Error{h.error()};
+
+  std::map<uint64_t, InsTally> ins;
+  std::unordered_map<uint64_t, ObjTally> objs;
+  std::map<uint64_t, LineTally> coh_lines;
+  std::unordered_map<uint64_t, std::map<uint32_t, std::pair<uint64_t, uint64_t>>> masks;  // line -> thread
+  double by_kind[kLevels][kKinds][2] = {};
+
+  // Sweep spans of the instructions whose samples step forward more than back.
+  std::unordered_map<uint64_t, uint64_t> span;
+  for (auto& [ip, sw] : est::sample_sweeps(p))
+    if (sw.back > 0 && 2 * sw.fwd >= sw.back) span[ip] = sw.span;
+  // Levels whose size a sweep of `d` bytes exceeds (sizes grow with the level).
+  auto beyond = [&](uint64_t d) {
+    size_t n = 0;
+    while (n < nl && p.geometry.levels[n].size < d) ++n;
+    return n;
+  };
+
+  uint32_t ordinal = 0;
+  for (auto& [e, wins] : epochs) {
+    // Round-robin interleaving of the epoch's windows (one access of each in turn).
+    std::vector<uint32_t> order;
+    std::vector<size_t> at(wins.size(), 0);
+    for (bool more = true; more;) {
+      more = false;
+      for (size_t k = 0; k < wins.size(); ++k) {
+        const auto& v = per_window[wins[k]];
+        if (at[k] < v.size()) order.push_back(v[at[k]++]), more = true;
+      }
+    }
+    // Each epoch's addresses get their own tag above the user address space, so that epochs
+    // never share lines; with LRU, older epochs' lines leave first and never change this one's.
+    const uint64_t tag = uint64_t(++ordinal % 0xFFFF + 1) << 47;
+    std::vector<bool> first(order.size(), false);  // the line's first access on its core here
+    std::map<uint32_t, std::set<uint64_t>> seen;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t k = 0; k < order.size(); ++k) {
+        const TraceAccessRecord& a = p.trace_accesses[order[k]];
+        const uint32_t thread = p.traces[a.window].thread;
+        const bool write = a.flags & kAccessWrite;
+        const uint32_t size = std::clamp<uint32_t>(a.size, 1, 4096);
+        sim::AccessResult r = (*h)->access(core[thread], (a.addr & ((uint64_t(1) << 47) - 1)) | tag, size, write);
+        if (pass == 0) {
+          first[k] = seen[core[thread]].insert(a.addr / line).second;
+          continue;
+        }
+        if (first[k])
+          if (auto it = span.find(a.ip); it != span.end()) {
+            // The sweep's reuse distance decides, not the window's wrap-around.
+            const size_t n = beyond(it->second);
+            sim::LineResult& lr = r.lines[0];
+            for (size_t l = 0; l < n; ++l)
+              if (l >= lr.levels_reached || lr.level[l] == sim::Outcome::Hit) lr.level[l] = sim::Outcome::Capacity;
+            if (n > 0 && lr.levels_reached < n + 1) {
+              if (n < nl) lr.level[n] = sim::Outcome::Hit;
+              lr.levels_reached = uint8_t(std::min(n, nl) + 1);
+            }
+          }
+        InsTally& x = ins[a.ip];
+        x.acc[write]++;
+        auto& m = masks[a.addr / line][thread];
+        (write ? m.second : m.first) |= granules(a.addr, size, line);
+        for (uint8_t j = 0; j < r.nlines; ++j) {
+          const sim::LineResult& lr = r.lines[j];
+          const uint64_t addr = j == 0 ? a.addr : (a.addr / line + 1) * line;
+          for (size_t l = 0; l < nl && l < lr.levels_reached; ++l) {
+            const int kd = int(lr.level[l]);
+            by_kind[l][kd][write] += 1;
+            if (kd != kHit) x.miss[l][kd]++;
+          }
+          const int k1 = lr.levels_reached ? int(lr.level[0]) : kHit;
+          if (k1 == kHit || k1 == 1) continue;  // hits, and compulsory misses (none after pass 1)
+          // A non-compulsory L1 miss: where it landed.
+          x.set_mask |= uint64_t(1) << ((addr / line) % l1_sets % 64);
+          if (a.object) {
+            if (std::find(x.objs.begin(), x.objs.end(), a.object) == x.objs.end()) x.objs.push_back(a.object);
+            ObjTally& o = objs[a.object];
+            o.miss[k1]++;
+            o.threads |= uint64_t(1) << (thread % 64);
+            o.sets |= uint64_t(1) << ((addr / line) % l1_sets % 64);
+          }
+          if (x.addrs.size() < size_t(kRefs) &&
+              std::none_of(x.addrs.begin(), x.addrs.end(), [&](uint64_t b) { return b / line == addr / line; }))
+            x.addrs.push_back(addr);
+          if (k1 == kTS || k1 == kFS) {
+            LineTally& lt = coh_lines[addr / line];
+            lt.miss[k1]++;
+            if (lt.ips.size() < size_t(kRefs) && std::find(lt.ips.begin(), lt.ips.end(), a.ip) == lt.ips.end())
+              lt.ips.push_back(a.ip);
+          }
+        }
+      }
+    }
+  }
+
+  // Records, as exact mode writes them (in traced accesses).
+  p.instructions.clear();
+  p.lines.clear();
+  p.counters.assign(nl, CounterRecord{});
+  for (size_t l = 0; l < nl; ++l)
+    for (int kd = 0; kd < kKinds; ++kd)
+      for (int rw = 0; rw < 2; ++rw) p.counters[l].by_kind[kd][rw] = uint64_t(by_kind[l][kd][rw]);
+  for (auto& [ip, x] : ins) {
+    InstructionRecord r{};
+    r.ip = ip;
+    r.accesses[0] = x.acc[0];
+    r.accesses[1] = x.acc[1];
+    for (size_t l = 0; l < nl; ++l)
+      for (int kd = 1; kd < kKinds; ++kd) r.misses[l][kd] = x.miss[l][kd];
+    r.l1_set_mask = x.set_mask;
+    for (size_t j = 0; j < x.objs.size() && j < size_t(kRefs); ++j) r.objects[j] = x.objs[j];
+    r.object_count = uint32_t(x.objs.size());
+    for (size_t j = 0; j < x.addrs.size(); ++j) r.sample_addrs[j] = x.addrs[j];
+    p.instructions.push_back(r);
+  }
+  for (auto& [l, t] : coh_lines) {
+    LineRecord r{};
+    r.line = l;
+    for (int kd = 0; kd < kKinds; ++kd) r.misses[kd] = t.miss[kd];
+    for (auto& th : r.threads) th = kNoThread;
+    int n = 0;
+    for (auto& [thread, m] : masks[l]) {
+      if (n == kLineThreads) break;
+      r.threads[n] = thread;
+      r.read_mask[n] = m.first;
+      r.write_mask[n] = m.second;
+      ++n;
+    }
+    r.thread_count = uint32_t(masks[l].size());
+    for (size_t j = 0; j < t.ips.size(); ++j) r.ips[j] = t.ips[j];
+    const uint64_t lo = l * line, hi = lo + line;
+    for (const ObjectRecord& o : p.objects)
+      if (o.start < hi && o.start + o.size > lo) {
+        if (r.object_count < uint32_t(kRefs)) r.objects[r.object_count] = o.serial;
+        r.object_count++;
+      }
+    p.lines.push_back(r);
+  }
+  for (ObjectRecord& o : p.objects) {
+    std::fill(std::begin(o.misses), std::end(o.misses), 0);
+    o.thread_mask = o.l1_set_mask = 0;
+    auto it = objs.find(o.serial);
+    if (it == objs.end()) continue;
+    for (int kd = 0; kd < kKinds; ++kd) o.misses[kd] = it->second.miss[kd];
+    o.thread_mask = it->second.threads;
+    o.l1_set_mask = it->second.sets;
+  }
+  return Ok{};
+}
+
+}  // namespace whymiss::analysis

@@ -1,0 +1,451 @@
+// Full-trace windows (see trace.h for the contract and the protocol).
+//
+// Storage: windows live in a fixed array (one slot per window, written only by the thread that
+// steps it); accesses in chunks of a pool claimed with one atomic add, each chunk written by one
+// thread, its fill count release-stored after every record, so export reads only whole records
+// even while a thread is still stepping. Everything is mapped at init.
+#include "runtime/soft/trace.h"
+
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+#include "runtime/soft/decode.h"
+#include "runtime/soft/modules.h"
+
+namespace whymiss::soft::trace {
+namespace {
+
+constexpr greg_t kTrapFlag = 0x100;
+constexpr uint32_t kChunk = 2048;
+
+struct Window {
+  uint64_t start_ns;
+  std::atomic<uint64_t> end_ns;
+  uint32_t thread, epoch;
+  std::atomic<uint32_t> steps, dropped, skipped, end;
+};
+
+struct State {
+  Config cfg;
+  ObjectLookup lookup = nullptr;
+  uint64_t own_lo = 0, own_hi = 0;
+  pid_t pid = 0;
+  bool installed = false;
+  Window* windows = nullptr;
+  std::atomic<uint32_t> nwindows{0};
+  profile::TraceAccessRecord* recs = nullptr;
+  std::atomic<uint32_t>* chunk_used = nullptr;
+  uint32_t nchunks = 0;
+  std::atomic<uint32_t> chunks_claimed{0};
+  uint32_t* per_window = nullptr;  // export scratch: accesses per window
+  uint32_t* used_snapshot = nullptr;  // export scratch: chunk fill counts, read once
+  uint32_t snapshot_chunks = 0;
+  size_t mapped = 0;
+  void* base = nullptr;
+  std::atomic<uint32_t> epoch{0};
+  std::atomic<uint64_t> epoch_end{0};
+  std::atomic<bool> stopped{false};
+  std::atomic<uint64_t> step_cost_ns{0};
+  std::atomic<uint64_t> epochs{0}, dropped{0}, stray{0};
+  // Collector only.
+  uint64_t last_tick = 0;
+  double budget_ns = 0;
+  uint64_t rng = 0;
+};
+State g_state;
+
+struct Thread {
+  uint32_t window;  // index + 1 of the window being stepped; 0: none
+  uint32_t left;    // steps still to take
+  uint32_t last_epoch;
+  uint32_t chunk;   // index + 1 of the chunk being filled; 0: none
+  uint32_t used;
+  uint32_t thread;
+  uint64_t fs, gs;
+};
+__thread Thread t_tr __attribute__((tls_model("initial-exec"))) = {0, 0, 0, 0, 0, 0, 0, 0};
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+bool in_child() { return g_state.pid != 0 && pid_t(syscall(SYS_getpid)) != g_state.pid; }
+
+bool append(const profile::TraceAccessRecord& r) {
+  State& s = g_state;
+  if (t_tr.chunk == 0 || t_tr.used == kChunk) {
+    const uint32_t c = s.chunks_claimed.fetch_add(1, std::memory_order_relaxed);
+    if (c >= s.nchunks) {
+      s.chunks_claimed.store(s.nchunks, std::memory_order_relaxed);
+      return false;
+    }
+    t_tr.chunk = c + 1;
+    t_tr.used = 0;
+  }
+  s.recs[size_t(t_tr.chunk - 1) * kChunk + t_tr.used] = r;
+  ++t_tr.used;
+  s.chunk_used[t_tr.chunk - 1].store(t_tr.used, std::memory_order_release);
+  return true;
+}
+
+void end_window(Window& w, profile::TraceEnd why, ucontext_t* uc) {
+  uc->uc_mcontext.gregs[REG_EFL] &= ~kTrapFlag;
+  const uint64_t end = now_ns();
+  w.end.store(uint32_t(why), std::memory_order_relaxed);
+  w.end_ns.store(end, std::memory_order_release);
+  const uint32_t steps = w.steps.load(std::memory_order_relaxed);
+  if (steps >= 1000 && end > w.start_ns) {
+    // The cost of a step as this window measured it (wall time: preemption included, which is
+    // what the program lost), averaged with the previous estimate.
+    const uint64_t cost = (end - w.start_ns) / steps;
+    const uint64_t old = g_state.step_cost_ns.load(std::memory_order_relaxed);
+    g_state.step_cost_ns.store((old * 3 + cost) / 4, std::memory_order_relaxed);
+  }
+  t_tr.window = 0;
+  t_tr.left = 0;
+}
+
+// Whether the system call the thread is about to make can be stepped over: the kernel enters
+// with TF masked and sysret restores it, so the step resumes after it (a blocking call simply
+// lasts). Not: calls that create a thread or process (the child would inherit TF and trap with
+// every signal blocked, which kills it), exec, exit, signal dispositions (the program could take
+// SIGTRAP over) and masks (it could block SIGTRAP: the next step would kill the thread), ptrace.
+bool steppable_syscall(const ucontext_t* uc) {
+  const greg_t nr = uc->uc_mcontext.gregs[REG_RAX];
+  switch (nr) {
+    case SYS_rt_sigaction: case SYS_clone: case SYS_fork: case SYS_vfork: case SYS_execve:
+    case SYS_exit: case SYS_ptrace: case SYS_exit_group: case SYS_execveat: case SYS_clone3:
+    case SYS_rt_sigreturn: case SYS_seccomp:
+      return false;
+    case SYS_rt_sigprocmask:
+      return uc->uc_mcontext.gregs[REG_RSI] == 0;  // only reads the mask
+    default:
+      return true;
+  }
+}
+
+// Records the instruction at rip (about to run). Returns the reason the window must end before
+// it, or Done (meaning: go on).
+profile::TraceEnd record(ucontext_t* uc, Window& w) {
+  State& s = g_state;
+  const uint64_t rip = uint64_t(uc->uc_mcontext.gregs[REG_RIP]);
+  const detail::ModuleTable* t = detail::current_modules();
+  if (!t || !detail::find_segment(*t, rip)) return profile::TraceEnd::Undecodable;  // JIT code?
+  RegisterView rv{uc, t_tr.fs, t_tr.gs};
+  MemAccess m;
+  const DecodeStatus st = decode_at(rip, rv, &m);
+  if (m.step_stop == 1 && !steppable_syscall(uc)) return profile::TraceEnd::Syscall;
+  if (m.step_stop == 2) return profile::TraceEnd::Flags;
+  if (m.step_stop == 3) return profile::TraceEnd::Syscall;
+  if (st == DecodeStatus::BadBytes) return profile::TraceEnd::Undecodable;
+  if (st != DecodeStatus::Ok) return profile::TraceEnd::Done;
+  const bool own = rip >= s.own_lo && rip < s.own_hi;
+  for (uint8_t i = 0; i < m.count; ++i) {
+    const MemOperand& op = m.ops[i];
+    if (own || op.stack) {
+      w.skipped.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    profile::TraceAccessRecord r{};
+    r.ip = rip;
+    r.addr = op.addr;
+    r.object = s.lookup ? s.lookup(op.addr) : 0;
+    r.window = t_tr.window - 1;
+    r.size = op.size;
+    r.flags = op.flags;
+    if (!append(r)) {
+      w.dropped.fetch_add(1, std::memory_order_relaxed);
+      s.dropped.fetch_add(1, std::memory_order_relaxed);
+      return profile::TraceEnd::Full;
+    }
+  }
+  return profile::TraceEnd::Done;
+}
+
+// The default action for a trap that is not ours: SIG_DFL, then let it happen again.
+void default_action(siginfo_t* si, ucontext_t* uc) {
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigaction(SIGTRAP, &dfl, nullptr);
+  const uint64_t rip = uint64_t(uc->uc_mcontext.gregs[REG_RIP]);
+  if (si->si_code == SI_KERNEL && rip &&
+      __atomic_load_n(reinterpret_cast<const uint8_t*>(rip - 1), __ATOMIC_RELAXED) == 0xCC) {
+    uc->uc_mcontext.gregs[REG_RIP] = greg_t(rip - 1);  // the int3 runs again, unhandled
+    return;
+  }
+  syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGTRAP);
+}
+
+void on_sigtrap(int, siginfo_t* si, void* ctx) {
+  const int saved_errno = errno;
+  auto* uc = static_cast<ucontext_t*>(ctx);
+  State& s = g_state;
+  if (si->si_code != TRAP_TRACE) {
+    default_action(si, uc);
+    errno = saved_errno;
+    return;
+  }
+  if (!t_tr.window || in_child()) {
+    // TF outside a window can only be ours (a program that steps itself owns SIGTRAP, and then
+    // this handler is not installed): a popf that restored a TF pushed during a window.
+    uc->uc_mcontext.gregs[REG_EFL] &= ~kTrapFlag;
+    s.stray.fetch_add(1, std::memory_order_relaxed);
+    t_tr.window = 0;
+    errno = saved_errno;
+    return;
+  }
+  Window& w = s.windows[t_tr.window - 1];
+  if (s.stopped.load(std::memory_order_relaxed)) {
+    end_window(w, profile::TraceEnd::Stopped, uc);
+    errno = saved_errno;
+    return;
+  }
+  w.steps.fetch_add(1, std::memory_order_relaxed);
+  const profile::TraceEnd why = record(uc, w);
+  if (why != profile::TraceEnd::Done) {
+    end_window(w, why, uc);
+  } else if (--t_tr.left == 0) {
+    end_window(w, profile::TraceEnd::Done, uc);
+  }
+  errno = saved_errno;
+}
+
+// Snapshots the chunks' fill counts (so that a thread still stepping cannot change what one
+// export sees) and counts the stored accesses per window into s.per_window; returns the number
+// of windows exported.
+uint32_t count_per_window() {
+  State& s = g_state;
+  uint32_t nw = s.nwindows.load(std::memory_order_acquire);
+  if (nw > s.cfg.max_windows) nw = s.cfg.max_windows;
+  if (!s.per_window) return 0;
+  memset(s.per_window, 0, sizeof(uint32_t) * nw);
+  uint32_t nc = s.chunks_claimed.load(std::memory_order_acquire);
+  if (nc > s.nchunks) nc = s.nchunks;
+  s.snapshot_chunks = nc;
+  for (uint32_t c = 0; c < nc; ++c) {
+    const uint32_t used = s.chunk_used[c].load(std::memory_order_acquire);
+    s.used_snapshot[c] = used;
+    for (uint32_t i = 0; i < used; ++i) {
+      const uint32_t win = s.recs[size_t(c) * kChunk + i].window;
+      if (win < nw) s.per_window[win]++;
+    }
+  }
+  return nw;
+}
+
+}  // namespace
+
+int init(const Config& c, ObjectLookup lookup, uint64_t own_lo, uint64_t own_hi) {
+  State& s = g_state;
+  if (c.steps == 0 || c.max_windows == 0 || c.max_accesses < kChunk || c.budget_permille == 0 ||
+      c.budget_permille > 1000)
+    return EINVAL;
+  struct sigaction old;
+  if (sigaction(SIGTRAP, nullptr, &old) != 0) return errno;
+  const bool ours = (old.sa_flags & SA_SIGINFO) && old.sa_sigaction == on_sigtrap;
+  if (!ours && ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)) return EBUSY;
+  if (s.base) {  // re-init (tests): only when no window can be running
+    munmap(s.base, s.mapped);
+    s.base = nullptr;
+  }
+  s.cfg = c;
+  s.lookup = lookup;
+  s.own_lo = own_lo;
+  s.own_hi = own_hi;
+  s.pid = getpid();
+  s.nchunks = c.max_accesses / kChunk;
+  const size_t win_bytes = sizeof(Window) * c.max_windows;
+  const size_t used_bytes = sizeof(std::atomic<uint32_t>) * s.nchunks;
+  const size_t scratch = sizeof(uint32_t) * (c.max_windows + s.nchunks);
+  const size_t rec_bytes = sizeof(profile::TraceAccessRecord) * size_t(s.nchunks) * kChunk;
+  s.mapped = win_bytes + used_bytes + scratch + rec_bytes;
+  void* m = mmap(nullptr, s.mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) return errno;
+  s.base = m;
+  auto* p = static_cast<uint8_t*>(m);
+  s.windows = new (p) Window[c.max_windows];
+  s.chunk_used = new (p + win_bytes) std::atomic<uint32_t>[s.nchunks];
+  s.per_window = reinterpret_cast<uint32_t*>(p + win_bytes + used_bytes);
+  s.used_snapshot = s.per_window + c.max_windows;
+  s.recs = reinterpret_cast<profile::TraceAccessRecord*>(p + win_bytes + used_bytes + scratch);
+  s.nwindows.store(0);
+  s.chunks_claimed.store(0);
+  s.epoch.store(0);
+  s.epoch_end.store(0);
+  s.stopped.store(false);
+  s.epochs.store(0);
+  s.dropped.store(0);
+  s.stray.store(0);
+  s.step_cost_ns.store(c.step_cost_ns);
+  s.last_tick = 0;
+  s.budget_ns = double(c.steps) * c.step_cost_ns;  // the first window is granted
+  s.rng = c.seed ? c.seed : 1;
+  t_tr = Thread{0, 0, 0, 0, 0, 0, 0, 0};
+  if (!ours) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigtrap;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    // Every asynchronous signal waits while a step is recorded (the records are per thread and
+    // not re-entrant); synchronous ones cannot be blocked usefully.
+    sigfillset(&sa.sa_mask);
+    for (int sig : {SIGTRAP, SIGSEGV, SIGBUS, SIGILL, SIGFPE}) sigdelset(&sa.sa_mask, sig);
+    if (sigaction(SIGTRAP, &sa, nullptr) != 0) return errno;
+  }
+  s.installed = true;
+  return 0;
+}
+
+bool start_here(ucontext_t* uc, uint32_t thread_index, uint64_t fs_base, uint64_t gs_base) {
+  State& s = g_state;
+  if (!s.installed || t_tr.window || s.stopped.load(std::memory_order_relaxed)) return false;
+  const uint32_t e = s.epoch.load(std::memory_order_acquire);
+  if (e == 0 || e == t_tr.last_epoch) return false;
+  const uint64_t now = now_ns();
+  if (now > s.epoch_end.load(std::memory_order_relaxed)) return false;
+  // The kernel kills a thread that single-steps with SIGTRAP blocked.
+  if (sigismember(&uc->uc_sigmask, SIGTRAP) == 1) return false;
+  if (in_child()) return false;
+  t_tr.last_epoch = e;
+  const uint32_t idx = s.nwindows.fetch_add(1, std::memory_order_relaxed);
+  if (idx >= s.cfg.max_windows) return false;
+  Window& w = s.windows[idx];
+  w.start_ns = now;
+  w.thread = thread_index;
+  w.epoch = e;
+  w.steps.store(1, std::memory_order_relaxed);
+  w.dropped.store(0, std::memory_order_relaxed);
+  w.skipped.store(0, std::memory_order_relaxed);
+  w.end.store(uint32_t(profile::TraceEnd::Stopped), std::memory_order_relaxed);
+  w.end_ns.store(0, std::memory_order_release);
+  t_tr.window = idx + 1;
+  t_tr.left = s.cfg.steps - 1;
+  t_tr.thread = thread_index;
+  t_tr.fs = fs_base;
+  t_tr.gs = gs_base;
+  const profile::TraceEnd why = record(uc, w);
+  if (why != profile::TraceEnd::Done || t_tr.left == 0) {
+    end_window(w, why, uc);
+    return false;
+  }
+  uc->uc_mcontext.gregs[REG_EFL] |= kTrapFlag;
+  return true;
+}
+
+bool tracing() { return t_tr.window != 0; }
+
+void tick(uint64_t now) {
+  State& s = g_state;
+  if (!s.installed || s.stopped.load(std::memory_order_relaxed)) return;
+  // The program took SIGTRAP over since: stepping on would hand it our traps.
+  struct sigaction cur;
+  if (sigaction(SIGTRAP, nullptr, &cur) != 0 || !(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != on_sigtrap) {
+    s.stopped.store(true);
+    return;
+  }
+  const uint64_t dt = s.last_tick && now > s.last_tick ? now - s.last_tick : 0;
+  s.last_tick = now;
+  s.budget_ns += double(dt) * s.cfg.budget_permille / 1000.0;
+  const double cost = double(s.cfg.steps) * double(s.step_cost_ns.load(std::memory_order_relaxed));
+  const double cap = cost * 2 > 1e9 * s.cfg.budget_permille / 1000.0 ? cost * 2 : 1e9 * s.cfg.budget_permille / 1000.0;
+  if (s.budget_ns > cap) s.budget_ns = cap;
+  if (now <= s.epoch_end.load(std::memory_order_relaxed)) return;  // an epoch is open
+  if (s.budget_ns < cost || dt == 0) return;
+  // Poisson arrivals: this tick opens an epoch with probability dt / mean_gap.
+  s.rng ^= s.rng << 13, s.rng ^= s.rng >> 7, s.rng ^= s.rng << 17;
+  const double u = double(s.rng >> 11) / double(uint64_t(1) << 53);
+  if (s.cfg.mean_gap_ns && u >= double(dt) / double(s.cfg.mean_gap_ns)) return;
+  s.budget_ns -= cost;
+  s.epoch_end.store(now + s.cfg.epoch_ns, std::memory_order_relaxed);
+  s.epoch.fetch_add(1, std::memory_order_release);
+  s.epochs.fetch_add(1, std::memory_order_relaxed);
+}
+
+void stop() { g_state.stopped.store(true, std::memory_order_seq_cst); }
+
+void forget_after_fork() {
+  g_state.stopped.store(true);
+  t_tr.window = 0;
+}
+
+size_t window_count() {
+  const uint32_t n = g_state.nwindows.load(std::memory_order_acquire);
+  return n > g_state.cfg.max_windows ? g_state.cfg.max_windows : n;
+}
+
+size_t access_count() {
+  State& s = g_state;
+  uint32_t nc = s.chunks_claimed.load(std::memory_order_acquire);
+  if (nc > s.nchunks) nc = s.nchunks;
+  size_t n = 0;
+  for (uint32_t c = 0; c < nc; ++c) n += s.chunk_used[c].load(std::memory_order_acquire);
+  return n;
+}
+
+size_t export_windows(profile::TraceRecord* out, size_t max) {
+  State& s = g_state;
+  const uint32_t nw = count_per_window();
+  size_t n = 0;
+  for (uint32_t i = 0; i < nw && n < max; ++i, ++n) {
+    const Window& w = s.windows[i];
+    profile::TraceRecord& r = out[n];
+    r = {};
+    r.start_ns = w.start_ns;
+    r.end_ns = w.end_ns.load(std::memory_order_acquire);
+    r.thread = w.thread;
+    r.epoch = w.epoch;
+    r.steps = w.steps.load(std::memory_order_relaxed);
+    r.accesses = s.per_window[i];
+    r.dropped = w.dropped.load(std::memory_order_relaxed);
+    r.end = w.end.load(std::memory_order_relaxed);
+    r.skipped = w.skipped.load(std::memory_order_relaxed);
+  }
+  return n;
+}
+
+size_t export_accesses(profile::TraceAccessRecord* out, size_t max) {
+  State& s = g_state;
+  const uint32_t nw = count_per_window();
+  // Prefix sums: where each window's accesses start in out (a counting sort by window, which
+  // keeps program order within a window: a thread's chunks are claimed in increasing order).
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < nw; ++i) {
+    const uint32_t c = s.per_window[i];
+    s.per_window[i] = uint32_t(total);
+    total += c;
+  }
+  size_t n = 0;
+  for (uint32_t c = 0; c < s.snapshot_chunks; ++c) {
+    for (uint32_t i = 0; i < s.used_snapshot[c]; ++i) {
+      const profile::TraceAccessRecord& r = s.recs[size_t(c) * kChunk + i];
+      if (r.window >= nw) continue;
+      const uint32_t at = s.per_window[r.window]++;
+      if (at < max) out[at] = r, ++n;
+    }
+  }
+  return n < total ? n : size_t(total);
+}
+
+Stats stats() {
+  const State& s = g_state;
+  Stats st;
+  st.epochs = s.epochs.load();
+  st.windows = window_count();
+  st.accesses = access_count();
+  st.dropped = s.dropped.load();
+  st.stray_traps = s.stray.load();
+  st.step_cost_ns = s.step_cost_ns.load();
+  return st;
+}
+
+}  // namespace whymiss::soft::trace

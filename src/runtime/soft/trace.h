@@ -1,0 +1,100 @@
+// Full-trace windows of the soft collector: for a short window every running thread
+// single-steps itself (the x86 trap flag) and records the address of every data access of every
+// instruction *before* it runs, so the profile holds exact, in-order access streams of all
+// threads, which analysis::estimate() replays through the simulator. Unlike breakpoints on a few
+// hot instructions, a window sees every access that lands in a set and every line reused within
+// it; unlike a sample, the address is read before the instruction can overwrite its registers.
+// The trap flag works wherever the kernel single-steps (KVM and Firecracker guests alike); it
+// needs no debug register and no PMU.
+//
+// How a window runs. The collector's tick opens an *epoch* when the trap-time budget allows; a
+// thread joins it at its next task-clock sample (so only threads that are running join, and no
+// blocked system call is interrupted): start_here() records the interrupted instruction and sets
+// TF in the context the sample handler returns to. Each single-step SIGTRAP (TRAP_TRACE) then
+// records the next instruction and keeps TF, until `steps` instructions were stepped. A window
+// ends early, before the instruction runs, at anything that enters the kernel (syscall,
+// sysenter, int: the kernel may block signals, and a cloned thread would inherit TF) or reads or
+// restores the flags (pushf, popf, iret), at an undecodable instruction, when the store is full
+// and when the run ends. Accesses of the runtime's own code and implicit stack slots (push,
+// pop, call, ret: what the exact runtime does not see either) are stepped but not recorded.
+//
+// Division of labour with the soft runtime (soft/runtime.cpp): the runtime calls init() once,
+// start_here() from its task-clock handler, tick() from its collector thread, stop() and the
+// exports at the end, forget_after_fork() in a child. This module owns SIGTRAP: init() installs
+// its handler only when SIGTRAP is at its default disposition (a program or debugger owning it
+// makes init return EBUSY), and keeps it for the life of the process. A SIGTRAP that is not a
+// step of a window gets the default action (restored, then raised again).
+// Contracts: nothing allocates after init (mmap'ed tables); start_here() and the SIGTRAP handler
+// are async-signal-safe, lock-free and preserve errno; tick() runs on one thread at a time.
+#pragma once
+#include <signal.h>
+#include <ucontext.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "model/profile.h"
+
+namespace whymiss::soft::trace {
+
+struct Config {
+  // Instructions per thread and window. A window should touch more distinct lines than the L1
+  // holds, so that the replay can tell a reuse the L1 keeps from one it cannot: 20,000 steps are
+  // ~6,000-8,000 accesses in the loops we measured (bench/README.md).
+  uint32_t steps = 20000;
+  // Trap time per thread as a share of wall time (per mille). A step costs ~7-18 us here.
+  uint32_t budget_permille = 50;
+  // What one step is assumed to cost before any window measured it (then: the last windows').
+  uint32_t step_cost_ns = 12000;
+  // An epoch stays open this long: a running thread takes a task-clock sample within one
+  // period, so every thread running at the time joins.
+  uint64_t epoch_ns = 30'000'000;
+  // Once the budget allows, an epoch opens at a random tick, on average this long after the
+  // previous one could have opened (a Poisson process): windows land anywhere in the run, not
+  // always at its start. The first window's budget is granted at init.
+  uint64_t mean_gap_ns = 150'000'000;
+  uint32_t max_windows = 8192;
+  uint32_t max_accesses = 1u << 21;  // 64 MiB of address space, touched as used
+  uint64_t seed = 1;
+};
+
+// Heap object containing addr (serial, 0 if none); async-signal-safe.
+using ObjectLookup = uint64_t (*)(uint64_t addr);
+
+// Maps the tables and installs the SIGTRAP handler. `own_lo`, `own_hi`: the runtime's own code,
+// whose accesses are not recorded. Returns 0, EBUSY (SIGTRAP is not at SIG_DFL), EINVAL (config),
+// or the errno of a failed mmap/sigaction. The decoder (soft::init) must be set up first.
+int init(const Config& c, ObjectLookup lookup, uint64_t own_lo, uint64_t own_hi);
+
+// From the task-clock handler of thread `thread_index`: joins the open epoch if this thread has
+// not yet, by recording the instruction at the context's rip and setting TF in `uc`. Returns
+// true if a window started. Async-signal-safe.
+bool start_here(ucontext_t* uc, uint32_t thread_index, uint64_t fs_base, uint64_t gs_base);
+// Whether the calling thread is inside a window (its samples then measure the stepping).
+bool tracing();
+
+// Collector: accrues the budget and opens epochs.
+void tick(uint64_t now_ns);
+// No new windows; windows in progress end at their next step. Idempotent.
+void stop();
+// In a forked child: never records (the parent's windows are the profile's).
+void forget_after_fork();
+
+// Results (after stop(); windows still stepping are exported as they are).
+size_t window_count();
+size_t access_count();
+size_t export_windows(profile::TraceRecord* out, size_t max);
+// Grouped by window, in program order within each.
+size_t export_accesses(profile::TraceAccessRecord* out, size_t max);
+
+struct Stats {
+  uint64_t epochs = 0;
+  uint64_t windows = 0;
+  uint64_t accesses = 0;
+  uint64_t dropped = 0;        // accesses not stored (store full)
+  uint64_t stray_traps = 0;    // TRAP_TRACE outside a window (TF restored by a popf): cleared
+  uint64_t step_cost_ns = 0;   // the current estimate of one step's cost
+};
+Stats stats();
+
+}  // namespace whymiss::soft::trace
