@@ -147,6 +147,53 @@ inline profile::Profile sampled_profile(const Workload& w, const SamplerConfig& 
   return p;
 }
 
+// A soft profile with full-trace windows: samples as sampled_profile (no capture stage), plus
+// `epochs` epochs, each a window of `steps` consecutive accesses of every thread (one access
+// per step: the synthetic streams have no non-memory instructions), the epochs spread evenly
+// over the run. `separate`: each epoch holds one thread only (threads never traced together).
+struct TraceConfig {
+  uint32_t epochs = 3;
+  uint32_t steps = 6000;
+  bool separate = false;
+};
+
+inline profile::Profile traced_profile(const Workload& w, const TraceConfig& tc) {
+  using namespace profile;
+  SamplerConfig c;
+  c.window_every = 0;
+  Profile p = sampled_profile(w, c);
+  p.meta.capture_backend = uint32_t(CaptureBackend::Trace);
+  const uint32_t first = w.main_idle ? 1 : 0;
+  uint32_t epoch = 0;
+  for (uint32_t e = 0; e < tc.epochs; ++e) {
+    const uint64_t at = (w.accesses - tc.steps) / (tc.epochs + 1) * (e + 1);
+    for (uint32_t t = first; t < first + w.threads; ++t) {
+      if (tc.separate || t == first) ++epoch;
+      TraceRecord r{};
+      r.thread = t;
+      r.epoch = epoch;
+      r.start_ns = at * w.threads + (t - first);
+      r.end_ns = (at + tc.steps) * w.threads + (t - first);
+      r.steps = tc.steps;
+      const uint32_t win = uint32_t(p.traces.size());
+      for (uint64_t i = at; i < at + tc.steps && i < w.accesses; ++i) {
+        Access a = w.gen(t, i);
+        TraceAccessRecord x{};
+        x.ip = a.ip;
+        x.addr = a.addr;
+        x.size = a.size;
+        x.flags = a.flags;
+        x.object = object_of(w, a.addr);
+        x.window = win;
+        p.trace_accesses.push_back(x);
+        r.accesses++;
+      }
+      p.traces.push_back(r);
+    }
+  }
+  return p;
+}
+
 // ---- the workloads (addresses laid out as glibc and the linker would) ----
 
 inline profile::ObjectRecord heap_object(uint64_t serial, uint64_t start, uint64_t size, uint32_t thread) {

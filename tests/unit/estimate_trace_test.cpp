@@ -1,0 +1,127 @@
+// The estimator's trace path (estimate.h, "Trace windows") on synthetic soft profiles of the
+// workload programs whose windows hold every access: estimate → analyze must give exact mode's
+// verdict, with counts in traced accesses.
+#include <gtest/gtest.h>
+
+#include "analysis/analysis.h"
+#include "analysis/estimate.h"
+#include "model/profile.h"
+#include "sampled_workloads.h"
+
+namespace whymiss::analysis {
+namespace {
+
+using testing::TraceConfig;
+using testing::Workload;
+
+Analysis traced(const Workload& w, TraceConfig c = {}, profile::Profile* out = nullptr) {
+  profile::Profile p = testing::traced_profile(w, c);
+  EXPECT_TRUE(uses_traces(p));
+  Status st = estimate(p);
+  EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error());
+  Analysis a = analyze(p);
+  if (out) *out = p;
+  return a;
+}
+
+void expect_top(const Analysis& a, Kind kind, Origin origin) {
+  ASSERT_FALSE(a.findings.empty()) << (a.notes.empty() ? "" : a.notes[0]);
+  EXPECT_STREQ(kind_name(a.findings[0].kind), kind_name(kind));
+  EXPECT_STREQ(origin_name(a.findings[0].origin), origin_name(origin));
+}
+
+void expect_none(const Analysis& a) {
+  EXPECT_TRUE(a.findings.empty()) << kind_name(a.findings[0].kind) << " at level " << a.findings[0].level;
+}
+
+uint64_t l1_kind(const profile::Profile& p, int kind) { return p.counters[0].by_kind[kind][0] + p.counters[0].by_kind[kind][1]; }
+
+TEST(EstimateTrace, ColumnWalkIsAnApplicationConflictAtL1) {
+  Analysis a = traced(testing::conflict_app(false));
+  expect_top(a, Kind::Conflict, Origin::Application);
+  EXPECT_EQ(a.findings[0].level, 0);
+}
+
+TEST(EstimateTrace, PaddedColumnWalkHasNoConflict) {
+  Analysis a = traced(testing::conflict_app(true));
+  for (const Finding& f : a.findings) EXPECT_NE(f.kind, Kind::Conflict);
+}
+
+TEST(EstimateTrace, LockstepHeapObjectsAreAnAllocatorConflict) {
+  Analysis a = traced(testing::conflict_alloc(false));
+  expect_top(a, Kind::Conflict, Origin::Allocator);
+  expect_none(traced(testing::conflict_alloc(true)));
+}
+
+TEST(EstimateTrace, LinesAWindowTouchesFirstAreNotCompulsory) {
+  // The second pass decides them: nothing is compulsory, and the counts are traced accesses.
+  profile::Profile p;
+  traced(testing::conflict_app(false), {}, &p);
+  EXPECT_EQ(l1_kind(p, 1), 0u);
+  uint64_t seen = 0;
+  for (int k = 0; k < profile::kKinds; ++k) seen += p.counters[0].by_kind[k][0] + p.counters[0].by_kind[k][1];
+  EXPECT_EQ(seen, p.trace_accesses.size());
+}
+
+TEST(EstimateTrace, SweepLongerThanAWindowIsCapacityFromTheSamplesSpan) {
+  // A window covers ~24 KiB of the 8 MiB sweep: its wrap-around alone would hit in L1. The
+  // samples' sweep span (8 MiB) says the lines it touched first come back only after 8 MiB.
+  Analysis a = traced(testing::capacity(false));
+  expect_top(a, Kind::Capacity, Origin::Application);
+  EXPECT_EQ(a.findings[0].level, 1);
+  expect_none(traced(testing::capacity(true)));
+}
+
+TEST(EstimateTrace, ThreadsTracedTogetherShowFalseSharing) {
+  Analysis a = traced(testing::sharing_global(false, false));
+  expect_top(a, Kind::FalseSharing, Origin::Application);
+  expect_none(traced(testing::sharing_global(true, false)));
+}
+
+TEST(EstimateTrace, SameWordIsTrueSharing) {
+  expect_top(traced(testing::sharing_global(false, true)), Kind::TrueSharing, Origin::Application);
+}
+
+TEST(EstimateTrace, HeapObjectsOfTwoThreadsInOneLineAreAllocatorFalseSharing) {
+  Analysis a = traced(testing::false_sharing_alloc(false));
+  expect_top(a, Kind::FalseSharing, Origin::Allocator);
+  expect_none(traced(testing::false_sharing_alloc(true)));
+}
+
+TEST(EstimateTrace, ThreadsNeverTracedTogetherShowNoSharing) {
+  // Each epoch replays its own windows only: sharing needs two threads in one epoch.
+  TraceConfig c;
+  c.separate = true;
+  profile::Profile p;
+  Analysis a = traced(testing::sharing_global(false, false), c, &p);
+  for (const Finding& f : a.findings) EXPECT_NE(f.kind, Kind::FalseSharing);
+  EXPECT_EQ(l1_kind(p, 5), 0u);
+}
+
+TEST(EstimateTrace, ControlHasNoFinding) { expect_none(traced(testing::control())); }
+
+TEST(EstimateTrace, OverlapIsTheShareOfTracedTimeWithTwoThreadsStepping) {
+  profile::Profile p;
+  p.meta.mode = uint32_t(profile::Mode::Soft);
+  auto win = [](uint32_t thread, uint32_t epoch, uint64_t a, uint64_t b) {
+    profile::TraceRecord r{};
+    r.thread = thread, r.epoch = epoch, r.start_ns = a, r.end_ns = b;
+    return r;
+  };
+  p.traces = {win(0, 1, 0, 100), win(1, 1, 50, 200), win(0, 2, 1000, 1100)};
+  TraceSummary s = trace_summary(p);
+  EXPECT_EQ(s.epochs, 2u);
+  EXPECT_EQ(s.threads, 2u);
+  EXPECT_DOUBLE_EQ(s.overlap, 50.0 / 200.0);  // epoch 2 has one window: not counted
+  p.traces = {win(0, 1, 0, 100)};
+  EXPECT_LT(trace_summary(p).overlap, 0);
+}
+
+TEST(EstimateTrace, AnAccessNamingAMissingWindowIsAnError) {
+  profile::Profile p = testing::traced_profile(testing::control(), {});
+  p.trace_accesses[5].window = uint32_t(p.traces.size());
+  EXPECT_FALSE(estimate(p).ok());
+}
+
+}  // namespace
+}  // namespace whymiss::analysis

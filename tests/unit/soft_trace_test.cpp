@@ -1,0 +1,206 @@
+// Full-trace windows (runtime/soft/trace.h) for real: the trap flag single-steps on every x86-64
+// Linux, KVM and Firecracker guests alike, so nothing is emulated. A window is started the way
+// the runtime starts one, from a signal handler (here SIGUSR1 sent with a raw tgkill, so that no
+// libc code changes the signal mask after it), and the code under test runs inside it.
+#include <gtest/gtest.h>
+#include <asm/prctl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "model/profile.h"
+#include "runtime/soft/decode.h"
+#include "runtime/soft/trace.h"
+
+namespace whymiss::soft {
+namespace {
+
+uint64_t mono() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+bool g_started = false;
+void on_usr1(int, siginfo_t*, void* ctx) {
+  uint64_t fs = 0;
+  syscall(SYS_arch_prctl, ARCH_GET_FS, &fs);
+  g_started = trace::start_here(static_cast<ucontext_t*>(ctx), 7, fs, 0);
+}
+
+class SoftTrace : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ASSERT_TRUE(soft::init(1 << 20));
+    struct sigaction sa {};
+    sa.sa_sigaction = on_usr1;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGUSR1, &sa, nullptr);
+  }
+  // A fresh store and one open epoch, then a window on this thread.
+  bool start(uint32_t steps) {
+    trace::Config c;
+    c.steps = steps;
+    c.mean_gap_ns = 0;
+    c.budget_permille = 1000;
+    c.max_accesses = 1 << 16;
+    EXPECT_EQ(trace::init(c, nullptr, 0, 0), 0);
+    const uint64_t t = mono();
+    trace::tick(t);
+    trace::tick(t + 1000);
+    g_started = false;
+    syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGUSR1);
+    return g_started;
+  }
+  std::vector<profile::TraceAccessRecord> accesses() {
+    std::vector<profile::TraceAccessRecord> v(trace::access_count());
+    v.resize(trace::export_accesses(v.data(), v.size()));
+    return v;
+  }
+  std::vector<profile::TraceRecord> windows() {
+    std::vector<profile::TraceRecord> v(trace::window_count());
+    v.resize(trace::export_windows(v.data(), v.size()));
+    return v;
+  }
+};
+
+__attribute__((noinline)) void fill(volatile uint64_t* a, int n) {
+  for (int i = 0; i < n; ++i) a[i] = uint64_t(i);
+}
+
+// p = *p, n times, as `mov (reg),reg`: the load overwrites its own address register, which is
+// why a sample taken after it cannot tell where it read.
+__attribute__((noinline)) void* chase(void* p, long n) {
+  asm volatile("1: mov (%0), %0\n\tdec %1\n\tjnz 1b" : "+r"(p), "+r"(n) : : "memory", "cc");
+  return p;
+}
+
+TEST_F(SoftTrace, RecordsEveryStoreOfALoopInProgramOrder) {
+  static volatile uint64_t a[256];
+  ASSERT_TRUE(start(4000));
+  for (int rounds = 0; trace::tracing() && rounds < 1000; ++rounds) fill(a, 256);
+  trace::stop();
+  EXPECT_FALSE(trace::tracing());
+  std::vector<uint64_t> seq;
+  for (const auto& r : accesses())
+    if (r.addr >= uint64_t(&a[0]) && r.addr < uint64_t(&a[256])) {
+      EXPECT_EQ(r.size, 8);
+      EXPECT_EQ(r.flags, profile::kAccessWrite);
+      seq.push_back((r.addr - uint64_t(&a[0])) / 8);
+    }
+  ASSERT_GE(seq.size(), 300u);  // more than one full round of the loop
+  for (size_t i = 1; i < seq.size(); ++i) EXPECT_TRUE(seq[i] == seq[i - 1] + 1 || seq[i] == 0) << i;
+  auto w = windows();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].thread, 7u);
+  EXPECT_EQ(w[0].steps, 4000u);
+  EXPECT_EQ(w[0].end, uint32_t(profile::TraceEnd::Done));
+}
+
+TEST_F(SoftTrace, APointerChaseIsRecordedWithTheAddressItsLoadOverwrites) {
+  constexpr int kNodes = 64;
+  static void* node[kNodes][8];  // a node per 64 bytes; word 0 points to the next node
+  std::vector<int> order(kNodes);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin() + 1, order.end(), std::mt19937(5));
+  for (int i = 0; i < kNodes; ++i) node[order[size_t(i)]][0] = &node[order[size_t((i + 1) % kNodes)]][0];
+  ASSERT_TRUE(start(3000));
+  while (trace::tracing()) chase(&node[0][0], 200);
+  trace::stop();
+  std::vector<uint64_t> seq;
+  for (const auto& r : accesses())
+    if (r.addr >= uint64_t(&node[0][0]) && r.addr < uint64_t(&node[kNodes][0])) seq.push_back(r.addr);
+  ASSERT_GE(seq.size(), 200u);
+  for (size_t i = 1; i < seq.size(); ++i)
+    if (seq[i] != uint64_t(&node[0][0]))  // each call starts over at the head
+      EXPECT_EQ(seq[i], uint64_t(*reinterpret_cast<void**>(seq[i - 1]))) << i;
+}
+
+TEST_F(SoftTrace, SteppingGoesOnThroughAPlainSystemCall) {
+  static volatile uint64_t a[16];
+  ASSERT_TRUE(start(5000));
+  fill(a, 16);
+  syscall(SYS_getppid);
+  const bool still = trace::tracing();
+  fill(a, 16);
+  trace::stop();
+  EXPECT_TRUE(still);
+  int stores = 0;
+  for (const auto& r : accesses()) stores += r.addr >= uint64_t(&a[0]) && r.addr < uint64_t(&a[16]);
+  EXPECT_EQ(stores, 32);
+}
+
+TEST_F(SoftTrace, BlockingSigtrapEndsTheWindowBeforeTheCallAndTheThreadLivesOn) {
+  ASSERT_TRUE(start(100000));
+  sigset_t s, old;
+  sigemptyset(&s);
+  sigaddset(&s, SIGTRAP);
+  pthread_sigmask(SIG_BLOCK, &s, &old);  // stepped into with TF set, the next trap would kill us
+  const bool still = trace::tracing();
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  trace::stop();
+  EXPECT_FALSE(still);
+  auto w = windows();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].end, uint32_t(profile::TraceEnd::Syscall));
+  EXPECT_LT(w[0].steps, 100000u);
+}
+
+TEST_F(SoftTrace, NoWindowStartsWhileTheThreadBlocksSigtrap) {
+  sigset_t s, old;
+  sigemptyset(&s);
+  sigaddset(&s, SIGTRAP);
+  pthread_sigmask(SIG_BLOCK, &s, &old);
+  const bool started = start(1000);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  trace::stop();
+  EXPECT_FALSE(started);
+  EXPECT_TRUE(windows().empty());
+}
+
+TEST_F(SoftTrace, OneWindowPerThreadAndEpoch) {
+  ASSERT_TRUE(start(200));
+  while (trace::tracing()) {
+  }
+  g_started = true;
+  syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGUSR1);  // same epoch: no second window
+  EXPECT_FALSE(g_started);
+  trace::stop();
+  EXPECT_EQ(windows().size(), 1u);
+}
+
+TEST_F(SoftTrace, ASigtrapThatIsNotASteppingTrapGetsTheDefaultAction) {
+  ASSERT_TRUE(start(100));
+  while (trace::tracing()) {
+  }
+  trace::stop();
+  pid_t child = fork();
+  if (child == 0) {
+    kill(getpid(), SIGTRAP);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGTRAP);
+}
+
+TEST_F(SoftTrace, InitRefusesWhenTheProgramOwnsSigtrap) {
+  struct sigaction mine {}, old {};
+  mine.sa_handler = [](int) {};
+  ASSERT_EQ(trace::init(trace::Config{}, nullptr, 0, 0), 0);  // ours: fine to re-init
+  sigaction(SIGTRAP, &mine, &old);
+  EXPECT_EQ(trace::init(trace::Config{}, nullptr, 0, 0), EBUSY);
+  sigaction(SIGTRAP, &old, nullptr);
+}
+
+}  // namespace
+}  // namespace whymiss::soft
