@@ -50,6 +50,7 @@ class SoftTrace : public ::testing::Test {
     trace::Config c;
     c.steps = steps;
     c.mean_gap_ns = 0;
+    c.first_min_ns = c.first_max_ns = 0;
     c.budget_permille = 1000;
     c.max_accesses = 1 << 16;
     EXPECT_EQ(trace::init(c, nullptr, 0, 0), 0);

@@ -56,6 +56,7 @@ struct State {
   std::atomic<uint64_t> epochs{0}, dropped{0}, stray{0};
   // Collector only.
   uint64_t last_tick = 0;
+  uint64_t first_ns = 0;  // when the first epoch opens (set at the first tick)
   double budget_ns = 0;
   uint64_t rng = 0;
 };
@@ -247,7 +248,7 @@ uint32_t count_per_window() {
 
 int init(const Config& c, ObjectLookup lookup, uint64_t own_lo, uint64_t own_hi) {
   State& s = g_state;
-  if (c.steps == 0 || c.max_windows == 0 || c.max_accesses < kChunk || c.budget_permille == 0 ||
+  if (c.steps == 0 || c.max_windows == 0 || c.first_max_ns < c.first_min_ns || c.max_accesses < kChunk || c.budget_permille == 0 ||
       c.budget_permille > 1000)
     return EINVAL;
   struct sigaction old;
@@ -288,6 +289,7 @@ int init(const Config& c, ObjectLookup lookup, uint64_t own_lo, uint64_t own_hi)
   s.stray.store(0);
   s.step_cost_ns.store(c.step_cost_ns);
   s.last_tick = 0;
+  s.first_ns = 0;
   s.budget_ns = double(c.steps) * c.step_cost_ns;  // the first window is granted
   s.rng = c.seed ? c.seed : 1;
   t_tr = Thread{0, 0, 0, 0, 0, 0, 0, 0};
@@ -361,10 +363,17 @@ void tick(uint64_t now) {
   if (s.budget_ns > cap) s.budget_ns = cap;
   if (now <= s.epoch_end.load(std::memory_order_relaxed)) return;  // an epoch is open
   if (s.budget_ns < cost || dt == 0) return;
-  // Poisson arrivals: this tick opens an epoch with probability dt / mean_gap.
   s.rng ^= s.rng << 13, s.rng ^= s.rng >> 7, s.rng ^= s.rng << 17;
   const double u = double(s.rng >> 11) / double(uint64_t(1) << 53);
-  if (s.cfg.mean_gap_ns && u >= double(dt) / double(s.cfg.mean_gap_ns)) return;
+  if (s.epochs.load(std::memory_order_relaxed) == 0) {
+    // The first epoch at a random time in the first_epoch range, so that any run longer than
+    // that gets a window. Later ones: Poisson arrivals, with probability dt / mean_gap per tick.
+    if (s.first_ns == 0)
+      s.first_ns = now + s.cfg.first_min_ns + uint64_t(u * double(s.cfg.first_max_ns - s.cfg.first_min_ns));
+    if (now < s.first_ns) return;
+  } else if (s.cfg.mean_gap_ns && u >= double(dt) / double(s.cfg.mean_gap_ns)) {
+    return;
+  }
   s.budget_ns -= cost;
   s.epoch_end.store(now + s.cfg.epoch_ns, std::memory_order_relaxed);
   s.epoch.fetch_add(1, std::memory_order_release);

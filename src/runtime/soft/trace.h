@@ -51,8 +51,11 @@ struct Config {
   uint64_t epoch_ns = 30'000'000;
   // Once the budget allows, an epoch opens at a random tick, on average this long after the
   // previous one could have opened (a Poisson process): windows land anywhere in the run, not
-  // always at its start. The first window's budget is granted at init.
+  // always at its start. The first window's budget is granted at init, and the first epoch
+  // opens at a random time between first_min_ns and first_max_ns after the first tick (so
+  // every run longer than that gets one; a fixed time could always fall on the same phase).
   uint64_t mean_gap_ns = 150'000'000;
+  uint64_t first_min_ns = 20'000'000, first_max_ns = 100'000'000;
   uint32_t max_windows = 8192;
   uint32_t max_accesses = 1u << 21;  // 64 MiB of address space, touched as used
   uint64_t seed = 1;
