@@ -162,29 +162,51 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
     const uint64_t tag = uint64_t(++ordinal % 0xFFFF + 1) << 47;
     std::vector<bool> first(order.size(), false);  // the line's first access on its core here
     std::map<uint32_t, std::set<uint64_t>> seen;
-    for (int pass = 0; pass < 2; ++pass) {
+    std::vector<sim::AccessResult> res(order.size());
+    for (int pass = 0; pass < 2; ++pass)
       for (size_t k = 0; k < order.size(); ++k) {
         const TraceAccessRecord& a = p.trace_accesses[order[k]];
         const uint32_t thread = p.traces[a.window].thread;
-        const bool write = a.flags & kAccessWrite;
-        const uint32_t size = std::clamp<uint32_t>(a.size, 1, 4096);
-        sim::AccessResult r = (*h)->access(core[thread], (a.addr & ((uint64_t(1) << 47) - 1)) | tag, size, write);
-        if (pass == 0) {
-          first[k] = seen[core[thread]].insert(a.addr / line).second;
-          continue;
-        }
-        if (first[k])
-          if (auto it = span.find(a.ip); it != span.end()) {
-            // The sweep's reuse distance decides, not the window's wrap-around.
-            const size_t n = beyond(it->second);
-            sim::LineResult& lr = r.lines[0];
-            for (size_t l = 0; l < n; ++l)
-              if (l >= lr.levels_reached || lr.level[l] == sim::Outcome::Hit) lr.level[l] = sim::Outcome::Capacity;
-            if (n > 0 && lr.levels_reached < n + 1) {
-              if (n < nl) lr.level[n] = sim::Outcome::Hit;
-              lr.levels_reached = uint8_t(std::min(n, nl) + 1);
-            }
+        res[k] = (*h)->access(core[thread], (a.addr & ((uint64_t(1) << 47) - 1)) | tag,
+                              std::clamp<uint32_t>(a.size, 1, 4096), a.flags & kAccessWrite);
+        if (pass == 0) first[k] = seen[core[thread]].insert(a.addr / line).second;
+      }
+    // Levels at which an instruction's reuses within the window met conflicts. A line the window
+    // touched first was last used before it, at least a window's footprint earlier: the second
+    // pass puts it exactly there. A miss there by capacity holds for any longer distance too, but
+    // a conflict may be an artefact of cutting the program's pattern at the window's edges (a
+    // padded column walk cut after a few column groups overfills some sets). It stands only when
+    // the instruction's reuses inside the window conflict as well; otherwise it is a capacity miss.
+    std::set<std::pair<uint64_t, size_t>> conflicts_inside;
+    for (size_t k = 0; k < order.size(); ++k) {
+      if (first[k]) continue;
+      const sim::LineResult& lr = res[k].lines[0];
+      for (size_t l = 0; l < nl && l < lr.levels_reached; ++l)
+        if (lr.level[l] == sim::Outcome::Conflict) conflicts_inside.insert({p.trace_accesses[order[k]].ip, l});
+    }
+    for (size_t k = 0; k < order.size(); ++k) {
+      const TraceAccessRecord& a = p.trace_accesses[order[k]];
+      const uint32_t thread = p.traces[a.window].thread;
+      const bool write = a.flags & kAccessWrite;
+      const uint32_t size = std::clamp<uint32_t>(a.size, 1, 4096);
+      sim::AccessResult& r = res[k];
+      if (first[k]) {
+        sim::LineResult& lr = r.lines[0];
+        for (size_t l = 0; l < nl && l < lr.levels_reached; ++l)
+          if (lr.level[l] == sim::Outcome::Conflict && !conflicts_inside.count({a.ip, l}))
+            lr.level[l] = sim::Outcome::Capacity;
+        if (auto it = span.find(a.ip); it != span.end()) {
+          // The sweep's reuse distance decides, not the window's wrap-around.
+          const size_t n = beyond(it->second);
+          for (size_t l = 0; l < n; ++l)
+            if (l >= lr.levels_reached || lr.level[l] == sim::Outcome::Hit) lr.level[l] = sim::Outcome::Capacity;
+          if (n > 0 && lr.levels_reached < n + 1) {
+            if (n < nl) lr.level[n] = sim::Outcome::Hit;
+            lr.levels_reached = uint8_t(std::min(n, nl) + 1);
           }
+        }
+      }
+      {
         InsTally& x = ins[a.ip];
         x.acc[write]++;
         auto& m = masks[a.addr / line][thread];
