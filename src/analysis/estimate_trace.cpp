@@ -11,8 +11,9 @@
 // One exception to the steady-state assumption: a sweep whose reuses lie farther apart than a
 // window reaches (a pass over an array larger than the window's footprint). When the samples of
 // an instruction show it sweeping forward over a span D (est::sample_sweeps, the rule of the
-// sampled estimator), the lines its window touched first miss, by capacity, at every level
-// smaller than D, whatever the second pass found.
+// sampled estimator) and in the window it never comes back to a line it left, the lines its
+// window touched first miss, by capacity, at every level smaller than D, whatever the second
+// pass found.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -163,13 +164,28 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
     std::vector<bool> first(order.size(), false);  // the line's first access on its core here
     std::map<uint32_t, std::set<uint64_t>> seen;
     std::vector<sim::AccessResult> res(order.size());
+    // Instructions that come back in the window to a line they left for another: not a plain
+    // sweep, whatever their samples' span (a blocked loop sweeps the whole matrix over time but
+    // reuses each line within its block).
+    struct Walk {
+      uint64_t last = UINT64_MAX;
+      std::set<uint64_t> lines;
+      bool returns = false;
+    };
+    std::unordered_map<uint64_t, Walk> walks;
     for (int pass = 0; pass < 2; ++pass)
       for (size_t k = 0; k < order.size(); ++k) {
         const TraceAccessRecord& a = p.trace_accesses[order[k]];
         const uint32_t thread = p.traces[a.window].thread;
         res[k] = (*h)->access(core[thread], (a.addr & ((uint64_t(1) << 47) - 1)) | tag,
                               std::clamp<uint32_t>(a.size, 1, 4096), a.flags & kAccessWrite);
-        if (pass == 0) first[k] = seen[core[thread]].insert(a.addr / line).second;
+        if (pass == 1) continue;
+        first[k] = seen[core[thread]].insert(a.addr / line).second;
+        if (span.count(a.ip)) {
+          Walk& w = walks[a.ip];
+          if (a.addr / line != w.last && !w.lines.insert(a.addr / line).second) w.returns = true;
+          w.last = a.addr / line;
+        }
       }
     // Levels at which an instruction's reuses within the window met conflicts. A line the window
     // touched first was last used before it, at least a window's footprint earlier: the second
@@ -195,7 +211,7 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
         for (size_t l = 0; l < nl && l < lr.levels_reached; ++l)
           if (lr.level[l] == sim::Outcome::Conflict && !conflicts_inside.count({a.ip, l}))
             lr.level[l] = sim::Outcome::Capacity;
-        if (auto it = span.find(a.ip); it != span.end()) {
+        if (auto it = span.find(a.ip); it != span.end() && !walks[a.ip].returns) {
           // The sweep's reuse distance decides, not the window's wrap-around.
           const size_t n = beyond(it->second);
           for (size_t l = 0; l < n; ++l)
