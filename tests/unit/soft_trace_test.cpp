@@ -46,9 +46,11 @@ class SoftTrace : public ::testing::Test {
     sigaction(SIGUSR1, &sa, nullptr);
   }
   // A fresh store and one open epoch, then a window on this thread.
-  bool start(uint32_t steps) {
+  bool start(uint32_t steps, uint32_t target_lines = 0, uint32_t max_steps = 0) {
     trace::Config c;
     c.steps = steps;
+    c.target_lines = target_lines;
+    c.max_steps = max_steps;
     c.mean_gap_ns = 0;
     c.first_min_ns = c.first_max_ns = 0;
     c.budget_permille = 1000;
@@ -104,6 +106,30 @@ TEST_F(SoftTrace, RecordsEveryStoreOfALoopInProgramOrder) {
   EXPECT_EQ(w[0].thread, 7u);
   EXPECT_EQ(w[0].steps, 4000u);
   EXPECT_EQ(w[0].end, uint32_t(profile::TraceEnd::Done));
+}
+
+__attribute__((noinline)) void touch_lines(volatile uint8_t* p, size_t lines) {
+  for (size_t i = 0; i < lines; ++i) p[i * 64] = 1;
+}
+
+TEST_F(SoftTrace, AWindowGoesOnUntilItReachesItsTargetFootprint) {
+  static volatile uint64_t a[16];
+  ASSERT_TRUE(start(2000, 1000, 5000));  // 16 words never reach 1,000 lines: extended to the cap
+  while (trace::tracing()) fill(a, 16);
+  trace::stop();
+  auto w = windows();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].steps, 5000u);
+  EXPECT_EQ(w[0].end, uint32_t(profile::TraceEnd::Done));
+
+  static volatile uint8_t big[4 << 20];  // a new line per store: 1,000 lines well before the cap
+  ASSERT_TRUE(start(2000, 1000, 50000));
+  for (size_t off = 0; trace::tracing() && off + 64 * 256 <= sizeof big; off += 64 * 256) touch_lines(big + off, 256);
+  trace::stop();
+  w = windows();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_GE(w[0].steps, 2000u);
+  EXPECT_LT(w[0].steps, 20000u);  // ~4 steps per line: ends soon after ~1,000 lines
 }
 
 TEST_F(SoftTrace, APointerChaseIsRecordedWithTheAddressItsLoadOverwrites) {

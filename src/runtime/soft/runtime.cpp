@@ -476,6 +476,12 @@ void start_trace() {
     long n = std::atol(v);
     if (n >= 1 && n <= 1000) tc.budget_permille = uint32_t(n);
   }
+  // Windows go on until they reach twice the L1's lines (see trace.h).
+  if (g.nlevels && g.levels[0].line && g.levels[0].size) {
+    tc.target_lines = uint32_t(2 * g.levels[0].size / g.levels[0].line);
+    tc.line_shift = uint32_t(__builtin_ctz(g.levels[0].line));
+  }
+  tc.max_steps = tc.steps * 5 / 2;
   CodeRange own{reinterpret_cast<uint64_t>(&find_own_code), 0, 0};
   dl_iterate_phdr(find_own_code, &own);
   const int e = soft::trace::init(tc, object_of, own.lo, own.hi);

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <new>
 
@@ -53,6 +54,8 @@ struct State {
   std::atomic<uint64_t> epoch_end{0};
   std::atomic<bool> stopped{false};
   std::atomic<uint64_t> step_cost_ns{0};
+  std::atomic<uint64_t> window_cost_ns{0};  // what a window costs its thread (measured)
+  uint32_t sketch_target = 0;  // bits set in a sketch once target_lines distinct lines were seen
   std::atomic<uint64_t> epochs{0}, dropped{0}, stray{0};
   // Collector only.
   uint64_t last_tick = 0;
@@ -62,7 +65,11 @@ struct State {
 };
 State g_state;
 
+constexpr uint32_t kSketchBits = 16384;
+
 struct Thread {
+  uint64_t sketch[kSketchBits / 64];  // lines touched in the window (linear counting)
+  uint32_t ones;    // bits set in sketch
   uint32_t window;  // index + 1 of the window being stepped; 0: none
   uint32_t left;    // steps still to take
   uint32_t last_epoch;
@@ -71,7 +78,7 @@ struct Thread {
   uint32_t thread;
   uint64_t fs, gs;
 };
-__thread Thread t_tr __attribute__((tls_model("initial-exec"))) = {0, 0, 0, 0, 0, 0, 0, 0};
+__thread Thread t_tr __attribute__((tls_model("initial-exec")));
 
 uint64_t now_ns() {
   timespec ts;
@@ -105,11 +112,14 @@ void end_window(Window& w, profile::TraceEnd why, ucontext_t* uc) {
   w.end_ns.store(end, std::memory_order_release);
   const uint32_t steps = w.steps.load(std::memory_order_relaxed);
   if (steps >= 1000 && end > w.start_ns) {
-    // The cost of a step as this window measured it (wall time: preemption included, which is
-    // what the program lost), averaged with the previous estimate.
+    // What a step and a window cost as this window measured them (wall time: preemption
+    // included, which is what the program lost), averaged with the previous estimates (races
+    // between threads ending at once lose an update: harmless).
     const uint64_t cost = (end - w.start_ns) / steps;
     const uint64_t old = g_state.step_cost_ns.load(std::memory_order_relaxed);
     g_state.step_cost_ns.store((old * 3 + cost) / 4, std::memory_order_relaxed);
+    const uint64_t wold = g_state.window_cost_ns.load(std::memory_order_relaxed);
+    g_state.window_cost_ns.store((wold * 3 + (end - w.start_ns)) / 4, std::memory_order_relaxed);
   }
   t_tr.window = 0;
   t_tr.left = 0;
@@ -155,6 +165,13 @@ profile::TraceEnd record(ucontext_t* uc, Window& w) {
     if (own || op.stack) {
       w.skipped.fetch_add(1, std::memory_order_relaxed);
       continue;
+    }
+    if (s.sketch_target) {
+      uint64_t h = (op.addr >> s.cfg.line_shift) * 0x9e3779b97f4a7c15ull;
+      h >>= 64 - 14;  // 16 Ki bits
+      uint64_t& word = t_tr.sketch[h / 64];
+      const uint64_t bit = uint64_t(1) << (h % 64);
+      if (!(word & bit)) word |= bit, ++t_tr.ones;
     }
     profile::TraceAccessRecord r{};
     r.ip = rip;
@@ -216,7 +233,14 @@ void on_sigtrap(int, siginfo_t* si, void* ctx) {
   if (why != profile::TraceEnd::Done) {
     end_window(w, why, uc);
   } else if (--t_tr.left == 0) {
-    end_window(w, profile::TraceEnd::Done, uc);
+    // Not yet past the L1 in distinct lines: a quarter more, up to max_steps.
+    const uint32_t steps = w.steps.load(std::memory_order_relaxed);
+    if (s.sketch_target && t_tr.ones < s.sketch_target && steps < s.cfg.max_steps) {
+      const uint32_t more = s.cfg.steps / 4 ? s.cfg.steps / 4 : 1;
+      t_tr.left = s.cfg.max_steps - steps < more ? s.cfg.max_steps - steps : more;
+    } else {
+      end_window(w, profile::TraceEnd::Done, uc);
+    }
   }
   errno = saved_errno;
 }
@@ -248,7 +272,7 @@ uint32_t count_per_window() {
 
 int init(const Config& c, ObjectLookup lookup, uint64_t own_lo, uint64_t own_hi) {
   State& s = g_state;
-  if (c.steps == 0 || c.max_windows == 0 || c.first_max_ns < c.first_min_ns || c.max_accesses < kChunk || c.budget_permille == 0 ||
+  if (c.steps == 0 || c.max_windows == 0 || c.first_max_ns < c.first_min_ns || c.line_shift > 12 || c.max_accesses < kChunk || c.budget_permille == 0 ||
       c.budget_permille > 1000)
     return EINVAL;
   struct sigaction old;
@@ -288,11 +312,16 @@ int init(const Config& c, ObjectLookup lookup, uint64_t own_lo, uint64_t own_hi)
   s.dropped.store(0);
   s.stray.store(0);
   s.step_cost_ns.store(c.step_cost_ns);
+  s.window_cost_ns.store(uint64_t(c.steps) * c.step_cost_ns);
+  // Linear counting: n distinct lines set m (1 - e^(-n/m)) of m bits on average.
+  s.sketch_target = c.target_lines
+                        ? uint32_t(double(kSketchBits) * (1.0 - std::exp(-double(c.target_lines) / kSketchBits)))
+                        : 0;
   s.last_tick = 0;
   s.first_ns = 0;
   s.budget_ns = double(c.steps) * c.step_cost_ns;  // the first window is granted
   s.rng = c.seed ? c.seed : 1;
-  t_tr = Thread{0, 0, 0, 0, 0, 0, 0, 0};
+  t_tr = Thread{};
   if (!ours) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -332,6 +361,10 @@ bool start_here(ucontext_t* uc, uint32_t thread_index, uint64_t fs_base, uint64_
   w.end_ns.store(0, std::memory_order_release);
   t_tr.window = idx + 1;
   t_tr.left = s.cfg.steps - 1;
+  if (s.sketch_target) {
+    memset(t_tr.sketch, 0, sizeof t_tr.sketch);
+    t_tr.ones = 0;
+  }
   t_tr.thread = thread_index;
   t_tr.fs = fs_base;
   t_tr.gs = gs_base;
@@ -358,7 +391,7 @@ void tick(uint64_t now) {
   const uint64_t dt = s.last_tick && now > s.last_tick ? now - s.last_tick : 0;
   s.last_tick = now;
   s.budget_ns += double(dt) * s.cfg.budget_permille / 1000.0;
-  const double cost = double(s.cfg.steps) * double(s.step_cost_ns.load(std::memory_order_relaxed));
+  const double cost = double(s.window_cost_ns.load(std::memory_order_relaxed));
   const double cap = cost * 2 > 1e9 * s.cfg.budget_permille / 1000.0 ? cost * 2 : 1e9 * s.cfg.budget_permille / 1000.0;
   if (s.budget_ns > cap) s.budget_ns = cap;
   if (now <= s.epoch_end.load(std::memory_order_relaxed)) return;  // an epoch is open

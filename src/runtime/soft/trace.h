@@ -42,6 +42,15 @@ struct Config {
   // holds, so that the replay can tell a reuse the L1 keeps from one it cannot: 20,000 steps are
   // ~6,000-8,000 accesses in the loops we measured (bench/README.md).
   uint32_t steps = 20000;
+  // A window that has not yet touched `target_lines` distinct cache lines (of 1 << line_shift
+  // bytes) when its steps run out goes on, 1/4 of `steps` at a time, up to `max_steps`: the
+  // replay can only tell a reuse the L1 keeps from one it cannot when the window reaches past
+  // the L1's size (a loop nest whose lines come back only after its next outer iteration needs
+  // ~100,000 steps). 0 = fixed-length windows. Counted with a 16 Ki-bit linear-counting sketch
+  // per thread (about 2 % error at 1,500 lines).
+  uint32_t target_lines = 0;
+  uint32_t max_steps = 100000;
+  uint32_t line_shift = 6;
   // Trap time per thread as a share of wall time (per mille). A step costs ~7-18 us here.
   uint32_t budget_permille = 50;
   // What one step is assumed to cost before any window measured it (then: the last windows').
