@@ -32,8 +32,9 @@ std::string provenance(const profile::Profile& p, const Finding& f) {
   if (p.meta.mode == uint32_t(Mode::Exact)) return "counted";
   if (uses_traces(p)) {
     const TraceSummary t = trace_summary(p);
-    std::string s = "accesses traced in " + std::to_string(t.windows) + " thread windows of " +
-                    std::to_string(t.epochs) + " epochs; misses counted by replaying them (steady state)";
+    auto n = [](uint64_t v, const char* noun) { return std::to_string(v) + " " + noun + (v == 1 ? "" : "s"); };
+    std::string s = "accesses traced in " + n(t.windows, "thread window") + " of " + n(t.epochs, "epoch") +
+                    "; misses counted by replaying them (steady state)";
     if (sharing(f)) {
       s += "; threads interleaved access by access";
       if (t.overlap >= 0) s += ", and they stepped at the same time " + std::to_string(int(t.overlap * 100 + 0.5)) + "% of the traced time";
