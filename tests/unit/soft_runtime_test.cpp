@@ -69,6 +69,11 @@ HelperRun run_helper(const char* mode, bool deny_perf, std::vector<std::string> 
     bool has_mode = false;
     for (const auto& kv : env) has_mode |= kv.rfind("WHYMISS_MODE=", 0) == 0;
     if (!has_mode) env.push_back("WHYMISS_MODE=soft");
+    // These tests count samples; a trace window's samples are discarded (the thread is
+    // stepping), so windows are off unless a test asks for them.
+    bool has_trace = false;
+    for (const auto& kv : env) has_trace |= kv.rfind("WHYMISS_TRACE=", 0) == 0;
+    if (!has_trace) env.push_back("WHYMISS_TRACE=0");
     std::vector<char*> envp;
     for (auto& kv : env) envp.push_back(kv.data());
     envp.push_back(nullptr);
@@ -184,6 +189,22 @@ TEST(SoftRuntime, PmuPlanThatDoesNotOpenFallsBackToSoft) {
   EXPECT_EQ(p->meta.mode, uint32_t(whymiss::profile::Mode::Soft));
   EXPECT_TRUE(has_note(*p, "fell back to soft sampling"));
   EXPECT_GT(p->samples.size(), 100u);
+}
+
+TEST(SoftRuntime, TraceWindowsAreRecordedBesideTheSamples) {
+  HelperRun r = run_helper("work", false, {"WHYMISS_TRACE=1"});
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out << r.err;
+  auto p = whymiss::profile::read_profile(r.profile_path);
+  ASSERT_TRUE(p) << p.error();
+  EXPECT_EQ(p->meta.capture_backend, uint32_t(whymiss::profile::CaptureBackend::Trace));
+  ASSERT_FALSE(p->traces.empty()) << "a run of 300 ms of CPU gets its first window 20-100 ms in";
+  EXPECT_GE(p->trace_accesses.size(), 1000u);
+  for (const auto& a : p->trace_accesses) ASSERT_LT(a.window, p->traces.size());
+  uint64_t discarded = 0;
+  for (uint64_t d : p->meta.discarded) discarded += d;
+  EXPECT_EQ(p->meta.samples, p->samples.size() + discarded) << "samples during a window are counted too";
+  EXPECT_GT(p->meta.discarded[uint32_t(whymiss::profile::DiscardReason::InRuntime)], 0u)
+      << "a window's samples measure the stepping: counted as inside whymiss";
 }
 
 TEST(SoftRuntime, PmuModeWithoutAPlanFallsBackToSoft) {
