@@ -741,7 +741,7 @@ void finish(int term_signal) {
       {profile::Section::Objects, sizeof(profile::ObjectRecord), nobj, objects},
       {profile::Section::Sites, sizeof(profile::SiteRecord), nsites, sites},
   };
-  profile::write_profile_sections(g.output, s, sizeof s / sizeof s[0]);
+  note_profile_written(profile::write_profile_sections(g.output, s, sizeof s / sizeof s[0]));
   g.written.store(true, std::memory_order_release);
 }
 
