@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string_view>
 
+#include "model/profile.h"
 #include "report/json.h"
 
 namespace whymiss {
@@ -80,7 +81,8 @@ void write_sim_report_text(std::ostream& out, const SimReport& r) {
   const size_t n = g.levels.size();
   const uint32_t cores = r.knobs.cores;
 
-  out << "whymiss simulate: " << r.trace << ": " << grouped(c.accesses) << " accesses ("
+  // Standard input is "<stdin>" here as in error sentences (the JSON keeps the argument, "-").
+  out << "whymiss simulate: " << (r.trace == "-" ? profile::kStdinName : r.trace) << ": " << grouped(c.accesses) << " accesses ("
       << grouped(c.line_accesses) << " line accesses), " << grouped(r.threads)
       << (r.threads == 1 ? " thread\n" : " threads\n");
 
