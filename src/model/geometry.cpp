@@ -194,6 +194,10 @@ Status validate(const CacheGeometry& g) {
     const LevelGeometry& lv = g.levels[i];
     const std::string label = label_of(i);
     if (lv.size == 0) return make_error(label + " has size 0, so it cannot hold a single line");
+    // Far beyond any cache built, and small enough to print and to count its lines in 32 bits.
+    if (lv.size > kMaxLevelBytes)
+      return make_error(label + " size " + format_size(lv.size) + " is larger than the " +
+                        format_size(kMaxLevelBytes) + " a level may have");
     if (lv.ways == 0) return make_error(label + " has 0 ways, but a cache needs at least one way");
     if (lv.line < 8 || !is_pow2(lv.line)) {
       return make_error(label + " has " + std::to_string(lv.line) +

@@ -28,6 +28,7 @@ struct CacheGeometry {
 };
 
 inline constexpr size_t kMaxLevels = 4;
+inline constexpr uint64_t kMaxLevelBytes = uint64_t(1) << 40;  // 1024G per level
 
 // Checks that the simulator can model it: 1..kMaxLevels levels, sizes > 0, ways > 0,
 // line a power of two >= 8 and equal across levels, size divisible into a power-of-two set count.

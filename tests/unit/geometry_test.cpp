@@ -156,6 +156,14 @@ TEST(GeometryParse, RejectsOverflow) {
   EXPECT_HAS(ParseError("L1=48K:12:99999999999"), HasSubstr("line size"));
 }
 
+// #19 item 14: a size that fits in 64 bits but no cache (2^62) was accepted, and printed as
+// L1=4294967296G.
+TEST(GeometryParse, RejectsAbsurdSizes) {
+  EXPECT_HAS(ParseError("L1=4294967296G:16:64"), HasSubstr("L1 size 4294967296G is larger than the 1024G a level may have"));
+  EXPECT_HAS(ParseError("L1=48K:12:64,L2=2048G:16:64"), HasSubstr("L2 size 2048G is larger"));
+  EXPECT_TRUE(parse_cache_spec("L1=1024G:16:64").ok());
+}
+
 TEST(GeometryParse, RejectsZeroSizeAndZeroWays) {
   EXPECT_HAS(ParseError("L1=0:12:64"), HasSubstr("L1 has size 0"));
   EXPECT_HAS(ParseError("L1=0K:12:64"), HasSubstr("L1 has size 0"));
