@@ -309,6 +309,7 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
     out << ", simulated cores: " << (p.meta.cores ? std::to_string(p.meta.cores) : std::string("one per thread"));
   out << "\n";
   out << "cache: " << p.geometry.to_spec() << " (" << printable(p.geometry_source) << ")\n";
+  if (std::string note = indexing_note(p.geometry); !note.empty()) out << "cache note: " << note << "\n";
   if (exact) {
     out << "accesses: " << thousands(p.meta.accesses) << " " << how(p);
     if (p.meta.dropped_accesses) out << ", " << thousands(p.meta.dropped_accesses) << " not recorded";

@@ -70,6 +70,7 @@ std::string describe_source(const std::string& source) {
   if (source == "cpuid") return "detected by cpuid";
   if (source == "--cache") return "given by --cache";
   if (source == "default") return "built-in default; not detected";
+  if (source.rfind("default, ", 0) == 0) return "built-in " + source;  // with detection's failure
   return "source: " + (source.empty() ? std::string("unknown") : source);
 }
 
@@ -92,6 +93,7 @@ void write_sim_report_text(std::ostream& out, const SimReport& r) {
     out << lv.name << ' ' << format_size(lv.size) << ' ' << lv.ways << "-way, ";
   }
   out << g.line() << "-byte lines (" << describe_source(g.source) << ")\n";
+  if (std::string note = indexing_note(g); !note.empty()) out << "cache note: " << note << "\n";
 
   out << "simulated: " << cores << (cores == 1 ? " core with" : " cores, each with") << " private "
       << join_names(g, 0, n >= 2 ? n - 1 : n);
