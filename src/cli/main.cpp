@@ -1,5 +1,9 @@
 // whymiss: dispatches `whymiss <command> ...` to the command's *_main function.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
+#include <string>
 #include <string_view>
 
 #include "cli/profile_cmds.h"
@@ -54,7 +58,25 @@ void usage(std::ostream& out) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// Everything printed reaches standard output, or whymiss says it did not: a full disk or a
+// closed pipe must not pass for success.
+static int finish_stdout(int status) {
+  errno = 0;
+  std::cout.flush();
+  const bool failed = !std::cout || std::fflush(stdout) != 0 || std::ferror(stdout);
+  if (failed && status == 0) {
+    std::cerr << "whymiss: cannot write to standard output"
+              << (errno ? std::string(": ") + std::strerror(errno) : std::string()) << "\n";
+    return 2;
+  }
+  return status;
+}
+
+int dispatch(int argc, char** argv);
+
+int main(int argc, char** argv) { return finish_stdout(dispatch(argc, argv)); }
+
+int dispatch(int argc, char** argv) {
   if (argc < 2) {
     usage(std::cerr);
     return 2;

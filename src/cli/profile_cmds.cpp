@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +12,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <memory>
 #include <sstream>
 
 #include "analysis/analysis.h"
@@ -30,9 +34,10 @@ namespace {
 const std::vector<OptionSpec> kRecordOpts = {
     {"mode", 0, true}, {"cache", 0, true}, {"cores", 0, true}, {"policy", 0, true},
     {"llc", 0, true},  {"output-profile", 'o', true}, {"period-us", 0, true},
-    {"help", 'h', false}};
+    {"force", 0, false}, {"help", 'h', false}};
 const std::vector<OptionSpec> kReportOpts = {
-    {"input", 'i', true}, {"format", 0, true}, {"output", 0, true}, {"help", 'h', false}};
+    {"input", 'i', true}, {"format", 0, true}, {"output", 0, true}, {"force", 0, false},
+    {"help", 'h', false}};
 
 int fail(std::ostream& err, const std::string& sentence) {
   err << "whymiss: " << sentence << "\n";
@@ -64,15 +69,61 @@ void split_command(int argc, char** argv, const std::vector<OptionSpec>& specs,
 struct RecordConfig {
   std::string mode = "auto";  // as asked; record() resolves auto
   std::string output = "whymiss.data";
+  bool force = false;            // --force: -o may replace a file that is not a profile
   std::vector<std::string> env;  // NAME=value for the runtime
   std::vector<std::string> program;
+};
+
+// The runtime's settings: each option's value, checked, as the WHYMISS_* value the runtime
+// reads. The same checks apply to a value the program would inherit from whymiss's own
+// environment, which the runtime would otherwise drop silently (and record nothing).
+struct Setting {
+  const char* option;  // "cache" for --cache
+  const char* env;     // "WHYMISS_CACHE"
+  Result<std::string> (*check)(const std::string& value);
+};
+
+Result<std::string> check_cache(const std::string& v) {
+  auto g = parse_cache_spec(v);
+  if (!g) return Error{g.error()};
+  return g->to_spec();
+}
+Result<std::string> check_cores(const std::string& v) {
+  char* end = nullptr;
+  long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end || n < 1 || n > 1024)
+    return make_error("--cores needs a number from 1 to 1024, not '" + v + "'");
+  return std::to_string(n);
+}
+Result<std::string> check_policy(const std::string& v) {
+  auto p = sim::parse_policy(v);
+  if (!p) return Error{p.error()};
+  return v;
+}
+Result<std::string> check_llc(const std::string& v) {
+  if (v != "inclusive" && v != "non-inclusive")
+    return make_error("--llc must be inclusive or non-inclusive, not '" + v + "'");
+  return v;
+}
+Result<std::string> check_period(const std::string& v) {
+  char* end = nullptr;
+  long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end || n < 100 || n > 1000000)
+    return make_error("--period-us needs a sampling period from 100 to 1000000 microseconds, not '" + v + "'");
+  return std::to_string(n);
+}
+
+const Setting kSettings[] = {
+    {"cache", "WHYMISS_CACHE", check_cache},   {"cores", "WHYMISS_CORES", check_cores},
+    {"policy", "WHYMISS_POLICY", check_policy}, {"llc", "WHYMISS_LLC", check_llc},
+    {"period-us", "WHYMISS_PERIOD_US", check_period},
 };
 
 Result<RecordConfig> parse_record(int argc, char** argv, bool with_report_opts) {
   std::vector<OptionSpec> specs = kRecordOpts;
   if (with_report_opts)
     for (const auto& s : kReportOpts)
-      if (s.name != "input" && s.name != "help") specs.push_back(s);
+      if (s.name != "input" && s.name != "help" && s.name != "force") specs.push_back(s);
   std::vector<std::string> opts;
   RecordConfig c;
   split_command(argc, argv, specs, &opts, &c.program);
@@ -84,36 +135,21 @@ Result<RecordConfig> parse_record(int argc, char** argv, bool with_report_opts) 
       return make_error("unknown mode '" + *m + "'; expected exact, soft, pmu or auto");
     c.mode = *m;
   }
-  if (const auto* s = a->get("cache")) {
-    auto g = parse_cache_spec(*s);
-    if (!g) return Error{g.error()};
-    c.env.push_back("WHYMISS_CACHE=" + g->to_spec());
-  }
-  if (const auto* s = a->get("cores")) {
-    char* end = nullptr;
-    long n = std::strtol(s->c_str(), &end, 10);
-    if (s->empty() || *end || n < 1 || n > 1024)
-      return make_error("--cores needs a number from 1 to 1024, not '" + *s + "'");
-    c.env.push_back("WHYMISS_CORES=" + std::to_string(n));
-  }
-  if (const auto* s = a->get("policy")) {
-    auto p = sim::parse_policy(*s);
-    if (!p) return Error{p.error()};
-    c.env.push_back("WHYMISS_POLICY=" + *s);
-  }
-  if (const auto* s = a->get("llc")) {
-    if (*s != "inclusive" && *s != "non-inclusive")
-      return make_error("--llc must be inclusive or non-inclusive, not '" + *s + "'");
-    c.env.push_back("WHYMISS_LLC=" + *s);
-  }
-  if (const auto* s = a->get("period-us")) {
-    char* end = nullptr;
-    long n = std::strtol(s->c_str(), &end, 10);
-    if (s->empty() || *end || n < 100 || n > 1000000)
-      return make_error("--period-us needs a sampling period from 100 to 1000000 microseconds, not '" + *s + "'");
-    c.env.push_back("WHYMISS_PERIOD_US=" + std::to_string(n));
+  for (const Setting& s : kSettings) {
+    if (const auto* v = a->get(s.option)) {
+      auto r = s.check(*v);
+      if (!r) return Error{r.error()};
+      c.env.push_back(std::string(s.env) + "=" + *r);
+    } else if (const char* e = std::getenv(s.env)) {
+      auto r = s.check(e);
+      if (!r)
+        return make_error("the environment sets " + std::string(s.env) + "='" + e +
+                          "', which the runtime would refuse (" + r.error() +
+                          "); unset it, or pass --" + s.option);
+    }
   }
   if (const auto* o = a->get("output-profile")) c.output = *o;
+  c.force = a->has("force");
   if (c.program.empty()) return make_error("no program given; usage: whymiss record [options] -- program [args]");
   return c;
 }
@@ -175,17 +211,147 @@ Result<ChosenMode> choose_mode(const std::string& asked, const std::string& name
   return ChosenMode{"soft", "soft mode (asked for): misses are modelled from task-clock samples", *lib};
 }
 
+// ---- signals while the program runs ----
+// SIGTERM, SIGHUP and SIGQUIT sent to whymiss (by `timeout`, `kill`, a closing terminal) are
+// passed on to the program, whose runtime writes its profile before it dies of them; whymiss
+// then writes the final profile as usual. (A signal sent to the whole process group reaches the
+// program twice: a standard signal pending twice is delivered once.) SIGINT is ignored, as
+// Ctrl-C already reaches the program through the terminal's process group.
+constexpr int kForwarded[] = {SIGTERM, SIGHUP, SIGQUIT};
+volatile sig_atomic_t g_child = 0;
+
+extern "C" void forward_to_child(int s) {
+  const int saved = errno;
+  if (g_child > 0) ::kill(pid_t(g_child), s);
+  errno = saved;
+}
+
+// Sets up and undoes the dispositions above around one run.
+class SignalRelay {
+ public:
+  SignalRelay() {
+    sigemptyset(&set_);
+    for (int s : kForwarded) sigaddset(&set_, s);
+    // Blocked across fork: the child resets them before it can receive one (see in_child).
+    sigprocmask(SIG_BLOCK, &set_, &old_mask_);
+    struct sigaction sa {};
+    sa.sa_handler = forward_to_child;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < std::size(kForwarded); ++i) sigaction(kForwarded[i], &sa, &old_[i]);
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGINT, &ign, &old_int_);
+  }
+  void in_child() {
+    for (size_t i = 0; i < std::size(kForwarded); ++i) sigaction(kForwarded[i], &old_[i], nullptr);
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+  void started(pid_t child) {
+    g_child = child;
+    sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+  ~SignalRelay() {
+    sigprocmask(SIG_BLOCK, &set_, nullptr);
+    g_child = 0;
+    for (size_t i = 0; i < std::size(kForwarded); ++i) sigaction(kForwarded[i], &old_[i], nullptr);
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+
+ private:
+  sigset_t set_{}, old_mask_{};
+  struct sigaction old_[std::size(kForwarded)] {}, old_int_ {};
+};
+
+// The directory the runtime writes its raw profile in: created before the program starts, in the
+// output's directory (so a directory whymiss cannot write in is refused up front), private to
+// whymiss (mode 0700, a random name: nobody else can put a file or a link where the runtime
+// writes, and two runs never share a raw file), given by absolute path (so a program that
+// changes directory still writes there), and removed with everything in it on every way out.
+class RawDir {
+ public:
+  static Result<std::unique_ptr<RawDir>> create(const std::string& output) {
+    std::error_code ec;
+    std::filesystem::path dir = std::filesystem::absolute(output, ec).parent_path();
+    if (ec) return make_error("cannot resolve the output path '" + output + "': " + ec.message());
+    std::string tmpl = (dir / ".whymiss-rec.XXXXXX").string();
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    if (!::mkdtemp(buf.data()))
+      return make_error("cannot record into '" + dir.string() + "': cannot create a directory there (" +
+                        std::strerror(errno) + ")");
+    auto d = std::unique_ptr<RawDir>(new RawDir(buf.data()));
+    // The runtimes keep the path in a 4096-byte buffer, with room for their suffixes.
+    if (d->raw().size() + 64 >= 4096)
+      return make_error("cannot record into '" + dir.string() + "': its path is too long (" +
+                        std::to_string(dir.string().size()) + " bytes)");
+    return d;
+  }
+  ~RawDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string raw() const { return path_ + "/raw"; }
+  // What the runtime wrote in raw().status: "" (never started), "started", "written",
+  // "error N".
+  std::string status() const {
+    std::ifstream f(raw() + ".status");
+    std::string line;
+    std::getline(f, line);
+    return line;
+  }
+
+ private:
+  explicit RawDir(std::string p) : path_(std::move(p)) {}
+  std::string path_;
+};
+
+std::string describe_status(int status) {
+  if (WIFSIGNALED(status)) {
+    const char* name = sigabbrev_np(WTERMSIG(status));
+    return "was killed by signal " + std::to_string(WTERMSIG(status)) +
+           (name ? std::string(" (SIG") + name + ")" : std::string());
+  }
+  return "exited with status " + std::to_string(WEXITSTATUS(status));
+}
+
+// Why the program left no profile, as far as whymiss can tell.
+std::string why_no_profile(const RawDir& dir, int status, const std::string& mode,
+                           const std::string& output) {
+  const std::string how = "the program " + describe_status(status) + " without leaving a profile: ";
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+    return how + "SIGKILL cannot be caught, so its runtime had no chance to write one";
+  const std::string st = dir.status();
+  const std::string where = std::filesystem::absolute(output).parent_path().string();
+  if (st.empty())
+    return how + "whymiss's " + mode + "-mode runtime never started in it" +
+           (mode == "exact" ? " (did it exec a program not built with whymiss-cc?)"
+                            : " (a set-user-ID program, or one that clears LD_PRELOAD, does not load it)");
+  if (st.rfind("error ", 0) == 0) {
+    const int e = std::atoi(st.c_str() + 6);
+    return how + "its runtime could not write it in '" + where + "' (" + std::strerror(e) + ")" +
+           (e == EACCES || e == EPERM ? "; did the program drop its privileges?" : "");
+  }
+  return how + "its runtime started but never wrote one (the program ended with _exit(), exec'd "
+               "a program not built with whymiss, or could not write in '" + where + "')";
+}
+
 // Runs the program with the runtime configured, waits, and turns its raw profile into the final
-// one (with how the program ended). Returns the exit status for whymiss.
-int record(const RecordConfig& c, std::ostream& err) {
+// one (with how the program ended), which goes to c.output and to *out. Returns the exit status
+// for whymiss.
+int record(const RecordConfig& c, std::ostream& err, profile::Profile* out) {
   auto prog = find_program(c.program[0]);
   if (!prog) return fail(err, prog.error());
   auto elf = inspect_elf(*prog);
   if (!elf) return fail(err, elf.error());
   auto chosen = choose_mode(c.mode, c.program[0], *elf);
   if (!chosen) return fail(err, chosen.error());
-  if (auto st = check_output_path(c.output); !st) return fail(err, st.error());
-  const std::string raw = c.output + ".raw." + std::to_string(getpid());
+  const OutputOptions out_opts{OutputKind::Profile, c.force};
+  if (auto st = check_output_path(c.output, out_opts); !st) return fail(err, st.error());
+  auto dir = RawDir::create(c.output);
+  if (!dir) return fail(err, dir.error());
+  const std::string raw = (*dir)->raw();
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC) != 0) return fail(err, std::string("cannot create a pipe: ") + std::strerror(errno));
   std::vector<std::string> envs = c.env;
@@ -199,56 +365,65 @@ int record(const RecordConfig& c, std::ostream& err) {
   std::vector<char*> args;
   for (const auto& s : c.program) args.push_back(const_cast<char*>(s.c_str()));
   args.push_back(nullptr);
-  // Ctrl-C reaches the program (same process group); whymiss waits for it to finish its profile.
-  struct sigaction ign {}, old_int {}, old_term {};
-  ign.sa_handler = SIG_IGN;
-  sigaction(SIGINT, &ign, &old_int);
-  pid_t pid = fork();
-  if (pid < 0) return fail(err, std::string("cannot fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    sigaction(SIGINT, &old_int, nullptr);
-    ::close(pipefd[0]);
-    for (const auto& e : envs) putenv(const_cast<char*>(e.c_str()));
-    // Only this process records: descendants that exec a whymiss-built program run unprofiled.
-    std::string self = "WHYMISS_PID=" + std::to_string(getpid());
-    putenv(self.data());
-    execv(prog->c_str(), args.data());
-    int e = errno;
-    (void)!::write(pipefd[1], &e, sizeof e);
-    _exit(127);
-  }
-  (void)old_term;
-  ::close(pipefd[1]);
-  int exec_errno = 0;
-  ssize_t got = ::read(pipefd[0], &exec_errno, sizeof exec_errno);
-  ::close(pipefd[0]);
+  const pid_t parent = getpid();
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  int exec_errno = 0;
+  ssize_t got = 0;
+  {
+    SignalRelay relay;
+    pid_t pid = fork();
+    if (pid < 0) {
+      ::close(pipefd[0]);
+      ::close(pipefd[1]);
+      return fail(err, std::string("cannot fork: ") + std::strerror(errno));
+    }
+    if (pid == 0) {
+      relay.in_child();
+      ::close(pipefd[0]);
+      // The program dies with whymiss: killed by something whymiss cannot pass on (SIGKILL), it
+      // must not run on, orphaned, with nobody to collect its profile.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);
+      for (const auto& e : envs) putenv(const_cast<char*>(e.c_str()));
+      // Only this process records: descendants that exec a whymiss-built program run unprofiled.
+      std::string self = "WHYMISS_PID=" + std::to_string(getpid());
+      putenv(self.data());
+      execv(prog->c_str(), args.data());
+      int e = errno;
+      (void)!::write(pipefd[1], &e, sizeof e);
+      _exit(127);
+    }
+    relay.started(pid);
+    ::close(pipefd[1]);
+    do got = ::read(pipefd[0], &exec_errno, sizeof exec_errno);
+    while (got < 0 && errno == EINTR);
+    ::close(pipefd[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
   }
-  sigaction(SIGINT, &old_int, nullptr);
   if (got == sizeof exec_errno)
     return fail(err, "cannot run '" + c.program[0] + "': " + std::strerror(exec_errno));
-  auto p = profile::read_profile(raw);
   std::error_code ec;
-  std::filesystem::remove(raw, ec);
-  if (!p) {
-    std::string how = WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
-                                          : "exited with status " + std::to_string(WEXITSTATUS(status));
-    return fail(err, "the program " + how + " without leaving a profile (" + p.error() + ")");
-  }
+  if (!std::filesystem::exists(raw, ec))
+    return fail(err, why_no_profile(**dir, status, chosen->mode, c.output));
+  auto p = profile::read_profile(raw);
+  if (!p) return fail(err, "the program " + describe_status(status) + " and left a damaged profile (" + p.error() + ")");
   p->notes.insert(p->notes.begin(), {0, chosen->why});
   p->meta.exited = WIFEXITED(status) ? 1 : 0;
   p->meta.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
   if (WIFSIGNALED(status)) p->meta.term_signal = WTERMSIG(status);
-  if (auto st = profile::write_profile(c.output, *p); !st) return fail(err, st.error());
+  if (auto st = write_output(c.output, profile::encode_profile(*p), out_opts); !st)
+    return fail(err, st.error());
   if (WIFSIGNALED(status))
-    err << "whymiss: the program was killed by signal " << WTERMSIG(status) << "; its profile up to then is in " << c.output << "\n";
+    err << "whymiss: the program " << describe_status(status) << "; its profile up to then is in " << c.output << "\n";
+  *out = std::move(*p);
   return 0;
 }
 
 struct ReportConfig {
   std::string input = "whymiss.data";
   std::string output;  // "" = stdout (report) or stderr (run)
+  bool force = false;
   report::Format format = report::Format::Text;
 };
 
@@ -258,32 +433,46 @@ Status parse_report_opts(const ParsedArgs& a, ReportConfig* c) {
     else if (*f == "json") c->format = report::Format::Json;
     else return make_error("unknown format '" + *f + "'; expected text or json");
   }
+  c->force = a.has("force");
   if (const auto* o = a.get("output")) {
-    if (auto st = check_output_path(*o); !st) return st;
+    if (auto st = check_output_path(*o, {OutputKind::Report, c->force}); !st) return st;
     c->output = *o;
   }
   return Ok{};
 }
 
-int report(const ReportConfig& c, std::ostream& dest, std::ostream& err) {
-  auto p = profile::read_profile(c.input);
-  if (!p) return fail(err, p.error());
+// Reports on a profile already read (`run` reports the one it recorded, never re-reading a
+// path another run may have written meanwhile). `name` names it in sentences.
+int report(const ReportConfig& c, profile::Profile& p, const std::string& name,
+           std::ostream& dest, std::ostream& err) {
   // Sampled profiles (soft, pmu) carry raw facts: turn them into the records the analysis reads.
-  if (p->meta.mode != uint32_t(profile::Mode::Exact))
-    if (auto st = analysis::estimate(*p); !st) return fail(err, c.input + ": " + st.error());
-  analysis::Analysis a = analysis::analyze(*p);
-  SymbolNamer names(*p);
+  if (p.meta.mode != uint32_t(profile::Mode::Exact))
+    if (auto st = analysis::estimate(p); !st) return fail(err, name + ": " + st.error());
+  analysis::Analysis a = analysis::analyze(p);
+  SymbolNamer names(p);
   for (const auto& w : names.warnings()) a.notes.push_back(w);
   std::ostringstream text;
   report::Options o;
   o.format = c.format;
-  report::write_report(text, *p, a, names, o);
+  report::write_report(text, p, a, names, o);
   if (!c.output.empty()) {
-    if (auto st = write_file_atomically(c.output, text.str()); !st) return fail(err, st.error());
+    if (auto st = write_output(c.output, text.view(), {OutputKind::Report, c.force}); !st)
+      return fail(err, st.error());
   } else {
-    dest << text.str();
+    errno = 0;
+    dest << text.view();
+    dest.flush();
+    if (!dest)
+      return fail(err, std::string("cannot write the report") +
+                           (errno ? std::string(": ") + std::strerror(errno) : std::string()));
   }
   return 0;
+}
+
+int report(const ReportConfig& c, std::ostream& dest, std::ostream& err) {
+  auto p = profile::read_profile(c.input);
+  if (!p) return fail(err, p.error());
+  return report(c, *p, c.input == "-" ? profile::kStdinName : c.input, dest, err);
 }
 
 }  // namespace
@@ -302,7 +491,8 @@ int record_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   if (wants_help(argc, argv)) return record_usage(out), 0;
   auto c = parse_record(argc, argv, false);
   if (!c) return fail(err, c.error());
-  return record(*c, err);
+  profile::Profile p;
+  return record(*c, err, &p);
 }
 
 int report_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
@@ -325,28 +515,31 @@ int run_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   std::vector<std::string> opts, prog;
   std::vector<OptionSpec> specs = kRecordOpts;
   for (const auto& s : kReportOpts)
-    if (s.name != "input" && s.name != "help") specs.push_back(s);
+    if (s.name != "input" && s.name != "help" && s.name != "force") specs.push_back(s);
   split_command(argc, argv, specs, &opts, &prog);
   auto a = parse_args(opts, specs);
   ReportConfig rc;
   if (auto st = parse_report_opts(*a, &rc); !st) return fail(err, st.error());
-  if (int rcode = record(*c, err); rcode != 0) return rcode;
-  rc.input = c->output;
-  return report(rc, err, err);  // the program owns stdout; the report goes to stderr or --output
+  profile::Profile p;
+  if (int rcode = record(*c, err, &p); rcode != 0) return rcode;
+  // The program owns stdout; the report goes to stderr or --output.
+  return report(rc, p, c->output, err, err);
 }
 
 void record_usage(std::ostream& out) {
   out << "usage: whymiss record [--mode auto|exact|soft|pmu] [--cache SPEC] [--cores N]\n"
          "                      [--policy lru|plru|random] [--llc inclusive|non-inclusive]\n"
-         "                      [--period-us N] [-o PROFILE] -- program [args]\n"
-         "Runs a program and writes its profile (default whymiss.data). Modes: exact simulates every\n"
+         "                      [--period-us N] [-o PROFILE] [--force] -- program [args]\n"
+         "Runs a program and writes its profile (default whymiss.data; an existing file is replaced\n"
+         "only if it is a whymiss profile, or with --force). Modes: exact simulates every\n"
          "access of a program built with whymiss-cc/whymiss-c++; soft samples an unmodified dynamically\n"
          "linked program (task-clock samples + software breakpoints); pmu uses PEBS/IBS where the\n"
          "machine has them; auto (default) picks exact for whymiss-cc builds, else pmu, else soft.\n";
 }
 void report_usage(std::ostream& out) {
-  out << "usage: whymiss report [-i PROFILE] [--format text|json] [--output FILE]\n"
-         "Explains the cache misses recorded in PROFILE (default whymiss.data).\n";
+  out << "usage: whymiss report [-i PROFILE] [--format text|json] [--output FILE] [--force]\n"
+         "Explains the cache misses recorded in PROFILE (default whymiss.data; - for standard\n"
+         "input). --output does not replace a profile or a program unless --force is given.\n";
 }
 void run_usage(std::ostream& out) {
   out << "usage: whymiss run [record options] [--format text|json] [--output FILE] -- program [args]\n"

@@ -14,6 +14,7 @@
 #include "cli/args.h"
 #include "cli/output.h"
 #include "model/geometry.h"
+#include "model/profile.h"
 #include "model/trace.h"
 #include "report/sim_report.h"
 #include "sim/sim.h"
@@ -22,7 +23,7 @@ namespace whymiss::cli {
 namespace {
 
 constexpr uint32_t kMaxCores = 1024;  // what the simulator models
-constexpr const char* kStdinName = "<stdin>";
+using profile::kStdinName;  // one name for standard input in every sentence
 
 // Dense core-independent index of each thread number, in order of first appearance.
 class ThreadIndex {

@@ -194,6 +194,10 @@ Status validate(const CacheGeometry& g) {
     const LevelGeometry& lv = g.levels[i];
     const std::string label = label_of(i);
     if (lv.size == 0) return make_error(label + " has size 0, so it cannot hold a single line");
+    // Far beyond any cache built, and small enough to print and to count its lines in 32 bits.
+    if (lv.size > kMaxLevelBytes)
+      return make_error(label + " size " + format_size(lv.size) + " is larger than the " +
+                        format_size(kMaxLevelBytes) + " a level may have");
     if (lv.ways == 0) return make_error(label + " has 0 ways, but a cache needs at least one way");
     if (lv.line < 8 || !is_pow2(lv.line)) {
       return make_error(label + " has " + std::to_string(lv.line) +
@@ -210,13 +214,9 @@ Status validate(const CacheGeometry& g) {
                         std::to_string(lv.ways) + " ways times " + std::to_string(lv.line) +
                         "-byte lines (" + std::to_string(way_bytes) + " bytes)");
     }
-    const uint64_t sets = lv.size / way_bytes;
-    if (!is_pow2(sets)) {
-      return make_error(label + " has " + std::to_string(sets) +
-                        " sets, which is not a power of two (size " + format_size(lv.size) + ", " +
-                        std::to_string(lv.ways) + " ways, " + std::to_string(lv.line) +
-                        "-byte lines)");
-    }
+    if (lv.sets() > (uint64_t(1) << 32))
+      return make_error(label + " has " + std::to_string(lv.sets()) +
+                        " sets, more than the 4294967296 a level may have");
   }
   return Ok{};
 }
@@ -362,9 +362,26 @@ CacheGeometry default_geometry() {
 }
 
 CacheGeometry detect_geometry() {
-  if (auto g = detect_from_sysfs("/sys/devices/system/cpu/cpu0/cache")) return std::move(g).value();
-  if (auto g = detect_from_cpuid()) return std::move(g).value();
-  return default_geometry();
+  auto sysfs = detect_from_sysfs("/sys/devices/system/cpu/cpu0/cache");
+  if (sysfs) return std::move(sysfs).value();
+  auto cpuid = detect_from_cpuid();
+  if (cpuid) return std::move(cpuid).value();
+  // Whoever reads "(default)" deserves to know why: one sentence with both causes.
+  CacheGeometry g = default_geometry();
+  g.source = "default, as detection failed: " + sysfs.error() + "; " + cpuid.error();
+  return g;
+}
+
+std::string indexing_note(const CacheGeometry& g) {
+  std::string levels;
+  for (const LevelGeometry& lv : g.levels) {
+    if (is_pow2(lv.sets())) continue;
+    levels += (levels.empty() ? "" : ", ") + lv.name + " (" + std::to_string(lv.sets()) + " sets)";
+  }
+  if (levels.empty()) return "";
+  return levels + ": a set count that is not a power of two is indexed by line address modulo "
+                  "the count, which approximates a hashed-slice last-level cache (its real hash "
+                  "is not known)";
 }
 
 }  // namespace whymiss

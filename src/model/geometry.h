@@ -28,9 +28,11 @@ struct CacheGeometry {
 };
 
 inline constexpr size_t kMaxLevels = 4;
+inline constexpr uint64_t kMaxLevelBytes = uint64_t(1) << 40;  // 1024G per level
 
 // Checks that the simulator can model it: 1..kMaxLevels levels, sizes > 0, ways > 0,
-// line a power of two >= 8 and equal across levels, size divisible into a power-of-two set count.
+// line a power of two >= 8 and equal across levels, size divisible into ways x line (any set
+// count: see indexing_note).
 Status validate(const CacheGeometry& g);
 
 // Parses "L1=48K:12:64,L2=1M:16:64,L3=32M:16:64" (size suffix K/M/G, binary; ways; line bytes).
@@ -48,8 +50,13 @@ Result<CacheGeometry> detect_from_cpuid();
 // AMD Zen 5 as documented: L1D 48K 12-way, L2 1M 16-way, L3 32M 16-way, 64-byte lines.
 CacheGeometry default_geometry();
 
-// sysfs of cpu0, else cpuid, else default_geometry(); never fails.
+// sysfs of cpu0, else cpuid, else default_geometry() with a source that says why both failed;
+// never fails.
 CacheGeometry detect_geometry();
+
+// "" when every level has a power-of-two set count; else one sentence naming the levels that do
+// not and how they are modelled, for reports.
+std::string indexing_note(const CacheGeometry& g);
 
 // "48K", "1M", "32M", "1536" : bytes as a short human string.
 std::string format_size(uint64_t bytes);

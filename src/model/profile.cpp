@@ -2,11 +2,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 namespace whymiss::profile {
 namespace {
@@ -30,63 +31,127 @@ bool write_all(int fd, const void* data, size_t n) {
   return true;
 }
 
-// "path" + ".tmp." + pid, without the heap. Returns false when it does not fit.
-bool temp_name(const char* path, char* out, size_t cap) {
-  size_t n = std::strlen(path);
-  const char suffix[] = ".tmp.";
+// Appends the decimal digits of v to out[*n] (cap bytes). No heap, no locale.
+bool append_number(char* out, size_t* n, size_t cap, uint64_t v) {
   char digits[24];
   int nd = 0;
-  for (unsigned long v = (unsigned long)getpid(); v || nd == 0; v /= 10) digits[nd++] = char('0' + v % 10);
-  if (n + sizeof(suffix) + nd + 1 > cap) return false;
-  std::memcpy(out, path, n);
-  std::memcpy(out + n, suffix, sizeof(suffix) - 1);
-  n += sizeof(suffix) - 1;
-  while (nd) out[n++] = digits[--nd];
-  out[n] = '\0';
+  do {
+    digits[nd++] = char('0' + v % 10);
+    v /= 10;
+  } while (v);
+  if (*n + size_t(nd) >= cap) return false;
+  while (nd) out[(*n)++] = digits[--nd];
+  out[*n] = '\0';
   return true;
 }
 
-}  // namespace
+// "path.tmp.PID.N": N differs between attempts, so a name someone else created (or left behind)
+// is skipped rather than opened. Returns false when it does not fit.
+bool temp_name(const char* path, uint64_t attempt, char* out, size_t cap) {
+  size_t n = std::strlen(path);
+  const char suffix[] = ".tmp.";
+  if (n + sizeof suffix >= cap) return false;
+  std::memcpy(out, path, n);
+  std::memcpy(out + n, suffix, sizeof suffix);
+  n += sizeof suffix - 1;
+  if (!append_number(out, &n, cap, uint64_t(getpid()))) return false;
+  if (n + 1 >= cap) return false;
+  out[n++] = '.';
+  return append_number(out, &n, cap, attempt);
+}
 
-int write_profile_sections(const char* path, const SectionData* sections, uint32_t n) {
-  char tmp[4096];
-  if (!temp_name(path, tmp, sizeof tmp)) return ENAMETOOLONG;
-  int fd = ::open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return errno;
+// Where the encoder's bytes go: write(2) on a file descriptor, or a std::string.
+struct Sink {
+  bool (*put)(void* ctx, const void* data, size_t n);
+  void* ctx;
+};
+
+bool put_fd(void* ctx, const void* data, size_t n) {
+  return write_all(*static_cast<int*>(ctx), data, n);
+}
+
+// Streams a whole profile in file order. The header comes first with its final size and
+// checksum (computed in a first pass over the same bytes), so the destination needs no seeking:
+// a pipe or a device works as well as a file.
+bool encode(const SectionData* sections, uint32_t n, Sink sink) {
   FileHeader h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
   h.version = kVersion;
   h.section_count = n;
-  uint64_t offset = sizeof(FileHeader) + uint64_t(n) * sizeof(SectionHeader);
-  uint64_t sum = kFnvBasis;
-  bool ok = write_all(fd, &h, sizeof h);  // placeholder; rewritten with size and checksum
-  for (uint32_t i = 0; ok && i < n; ++i) {
+  const uint64_t data_start = sizeof(FileHeader) + uint64_t(n) * sizeof(SectionHeader);
+  auto section_header = [&](uint32_t i, uint64_t offset) {
     SectionHeader s{};
     s.kind = uint32_t(sections[i].kind);
     s.record_size = sections[i].record_size;
     s.count = sections[i].count;
     s.offset = offset;
+    return s;
+  };
+  uint64_t sum = kFnvBasis, offset = data_start;
+  for (uint32_t i = 0; i < n; ++i) {
+    SectionHeader s = section_header(i, offset);
     offset += s.count * s.record_size;
     sum = fnv1a(sum, &s, sizeof s);
-    ok = write_all(fd, &s, sizeof s);
   }
-  for (uint32_t i = 0; ok && i < n; ++i) {
-    size_t bytes = size_t(sections[i].count) * sections[i].record_size;
-    sum = fnv1a(sum, sections[i].data, bytes);
-    ok = write_all(fd, sections[i].data, bytes);
-  }
+  for (uint32_t i = 0; i < n; ++i)
+    sum = fnv1a(sum, sections[i].data, size_t(sections[i].count) * sections[i].record_size);
   h.file_size = offset;
   h.checksum = sum;
-  if (ok) ok = ::pwrite(fd, &h, sizeof h, 0) == ssize_t(sizeof h);
-  if (ok) ok = ::fsync(fd) == 0;
-  int err = ok ? 0 : (errno ? errno : EIO);
+  if (!sink.put(sink.ctx, &h, sizeof h)) return false;
+  offset = data_start;
+  for (uint32_t i = 0; i < n; ++i) {
+    SectionHeader s = section_header(i, offset);
+    offset += s.count * s.record_size;
+    if (!sink.put(sink.ctx, &s, sizeof s)) return false;
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    const size_t bytes = size_t(sections[i].count) * sections[i].record_size;
+    if (bytes && !sink.put(sink.ctx, sections[i].data, bytes)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int write_profile_fd(int fd, const SectionData* sections, uint32_t n) {
+  errno = 0;
+  if (!encode(sections, n, Sink{put_fd, &fd})) return errno ? errno : EIO;
+  return 0;
+}
+
+int write_profile_sections(const char* path, const SectionData* sections, uint32_t n) {
+  const int saved_errno = errno;
+  char tmp[4096];
+  int fd = -1;
+  // O_EXCL|O_NOFOLLOW: never open a file (or follow a symlink) someone else put at the name;
+  // 0600 until it is complete.
+  for (uint64_t attempt = 0; fd < 0 && attempt < 64; ++attempt) {
+    if (!temp_name(path, attempt, tmp, sizeof tmp)) return ENAMETOOLONG;
+    fd = ::open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST) {
+      const int err = errno;
+      errno = saved_errno;
+      return err;
+    }
+  }
+  if (fd < 0) {
+    errno = saved_errno;
+    return EEXIST;
+  }
+  int err = write_profile_fd(fd, sections, n);
+  if (!err && ::fsync(fd) != 0) err = errno;
   if (::close(fd) != 0 && !err) err = errno;
   if (!err && ::rename(tmp, path) != 0) err = errno;
   if (err) ::unlink(tmp);
+  errno = saved_errno;
   return err;
 }
 
-Status write_profile(const std::string& path, const Profile& p) {
+namespace {
+
+// Lays out a Profile as the file's sections and passes them to fn.
+template <typename Fn>
+int with_sections(const Profile& p, Fn fn) {
   std::string strings;
   auto add = [&](const std::string& s) {
     uint32_t off = uint32_t(strings.size());
@@ -132,9 +197,30 @@ Status write_profile(const std::string& path, const Profile& p) {
       {Section::Traces, sizeof(TraceRecord), p.traces.size(), p.traces.data()},
       {Section::TraceAccesses, sizeof(TraceAccessRecord), p.trace_accesses.size(), p.trace_accesses.data()},
   };
-  int err = write_profile_sections(path.c_str(), s, sizeof s / sizeof s[0]);
+  return fn(s, uint32_t(sizeof s / sizeof s[0]));
+}
+
+}  // namespace
+
+Status write_profile(const std::string& path, const Profile& p) {
+  int err = with_sections(p, [&](const SectionData* s, uint32_t n) {
+    return write_profile_sections(path.c_str(), s, n);
+  });
   if (err) return make_error("cannot write profile '" + path + "': " + std::strerror(err));
   return Ok{};
+}
+
+std::string encode_profile(const Profile& p) {
+  std::string out;
+  with_sections(p, [&](const SectionData* s, uint32_t n) {
+    auto put = [](void* ctx, const void* data, size_t len) {
+      static_cast<std::string*>(ctx)->append(static_cast<const char*>(data), len);
+      return true;
+    };
+    encode(s, n, Sink{put, &out});
+    return 0;
+  });
+  return out;
 }
 
 namespace {
@@ -177,7 +263,9 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
   for (uint32_t i = 0; i < h.section_count; ++i) {
     SectionHeader s;
     std::memcpy(&s, data + sizeof h + i * sizeof(SectionHeader), sizeof s);
-    if (s.record_size == 0 || s.count > size / s.record_size || s.offset > size ||
+    if (s.record_size == 0)
+      return bad("section " + std::to_string(i) + " declares records of size 0");
+    if (s.count > size / s.record_size || s.offset > size ||
         s.count * s.record_size > size - s.offset)
       return bad("section " + std::to_string(i) + " lies outside the file");
     bool ok = true;
@@ -256,12 +344,76 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
   return p;
 }
 
+namespace {
+
+// read(2) until n bytes or the end; returns the bytes read, or -1 (errno set).
+ssize_t read_full(int fd, uint8_t* p, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::read(fd, p + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -1;
+    if (r == 0) break;
+    got += size_t(r);
+  }
+  return ssize_t(got);
+}
+
+// Closes the descriptor on every return path (but not standard input).
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd > 2) ::close(fd);
+  }
+};
+
+}  // namespace
+
 Result<Profile> read_profile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return make_error("cannot open profile '" + path + "': " + std::strerror(errno));
-  std::vector<uint8_t> buf((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) return make_error("cannot read profile '" + path + "'");
-  return parse_profile(buf.data(), buf.size(), path);
+  const bool from_stdin = path == "-";
+  const std::string name = from_stdin ? std::string(kStdinName) : path;
+  int fd = from_stdin ? 0 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return make_error("cannot open profile '" + name + "': " + std::strerror(errno));
+  FdCloser closer{from_stdin ? -1 : fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return make_error("cannot read profile '" + name + "': " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) return make_error("cannot read profile '" + name + "': it is a directory");
+  auto bad = [&](const std::string& why) {
+    return make_error("'" + name + "' is not a valid whymiss profile: " + why);
+  };
+  // The header first: nothing more is read from a file that is not a profile (a device that never
+  // ends, a huge unrelated file), and no more than the header's size from one that is.
+  std::vector<uint8_t> buf(sizeof(FileHeader));
+  ssize_t got = read_full(fd, buf.data(), buf.size());
+  if (got < 0) return make_error("cannot read profile '" + name + "': " + std::strerror(errno));
+  if (size_t(got) < sizeof(FileHeader) || std::memcmp(buf.data(), kMagic, sizeof kMagic) != 0)
+    return parse_profile(buf.data(), size_t(got), name);  // its sentence says what is wrong
+  FileHeader h;
+  std::memcpy(&h, buf.data(), sizeof h);
+  if (h.version != kVersion) return parse_profile(buf.data(), buf.size(), name);
+  if (h.file_size < sizeof h || h.file_size > kMaxProfileBytes)
+    return bad("its header gives an impossible size (" + std::to_string(h.file_size) + " bytes)");
+  if (S_ISREG(st.st_mode) && uint64_t(st.st_size) != h.file_size)
+    return bad("it is " + std::to_string(st.st_size) + " bytes but its header says " +
+               std::to_string(h.file_size) + " (truncated or appended to)");
+  // Grown as bytes arrive, so a stream that claims a large size but ends early costs only what
+  // it sent.
+  size_t have = sizeof h;
+  while (have < h.file_size) {
+    const size_t want = size_t(std::min<uint64_t>(h.file_size - have, uint64_t(16) << 20));
+    buf.resize(have + want);
+    got = read_full(fd, buf.data() + have, want);
+    if (got < 0) return make_error("cannot read profile '" + name + "': " + std::strerror(errno));
+    have += size_t(got);
+    if (size_t(got) < want) break;
+  }
+  buf.resize(have);
+  if (have == h.file_size && !S_ISREG(st.st_mode)) {
+    uint8_t extra;
+    if (read_full(fd, &extra, 1) == 1)
+      return bad("it is longer than its header's " + std::to_string(h.file_size) + " bytes (appended to)");
+  }
+  return parse_profile(buf.data(), buf.size(), name);
 }
 
 }  // namespace whymiss::profile

@@ -304,7 +304,14 @@ struct Profile {
   std::vector<Note> notes;
 };
 
-// Reads and checks a profile; errors are one sentence naming the file.
+// The largest profile a reader accepts (a header claiming more is refused before reading on).
+inline constexpr uint64_t kMaxProfileBytes = uint64_t(64) << 30;
+// How standard input is named in error sentences (every reader of whymiss says it the same way).
+inline constexpr const char* kStdinName = "<stdin>";
+
+// Reads and checks a profile; errors are one sentence naming the file. `-` is standard input.
+// Any kind of file can be read (a pipe, a device): the header is checked before anything else,
+// and no more than the size it gives is read.
 Result<Profile> read_profile(const std::string& path);
 // The same from bytes in memory (`name` is used in error sentences).
 Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::string& name);
@@ -317,12 +324,19 @@ struct SectionData {
   const void* data;
 };
 
-// Writes sections to `path` atomically (a temporary file beside it, then rename). Uses only
-// open/write/rename/unlink and no heap, so the runtime can call it late in a dying process.
-// Returns 0 or an errno value.
+// Writes sections to `path` atomically: a temporary file beside it ("path.tmp.PID.N", created
+// with O_EXCL|O_NOFOLLOW and mode 0600, so a file or symlink someone else put at that name is
+// never opened), then rename over `path`. Uses only open/write/fsync/rename/unlink and no heap,
+// so the runtime can call it late in a dying process; errno is preserved. Returns 0 or an errno
+// value.
 int write_profile_sections(const char* path, const SectionData* sections, uint32_t n);
+// Writes the same bytes to an open descriptor, front to back (no seeking: pipes and devices
+// work). Returns 0 or an errno value.
+int write_profile_fd(int fd, const SectionData* sections, uint32_t n);
 
 // Convenience for tools and tests: writes a Profile through write_profile_sections.
 Status write_profile(const std::string& path, const Profile& p);
+// The bytes of the file write_profile would write.
+std::string encode_profile(const Profile& p);
 
 }  // namespace whymiss::profile

@@ -34,6 +34,56 @@ std::string pct(double f) {
   return b;
 }
 
+}  // namespace
+
+// Bytes a terminal would act on (C0 controls, DEL, C1 controls in UTF-8 or as raw bytes, and
+// bytes that are not UTF-8) become \n, \t, \e or \xHH; a backslash is doubled so that the
+// escapes stay unambiguous. Valid UTF-8 text passes unchanged.
+std::string printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  auto escape = [&](unsigned char c) {
+    static const char kHex[] = "0123456789abcdef";
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == 0x1b) out += "\\e";
+    else out += {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+  };
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) {
+      escape(c);
+      ++i;
+      continue;
+    }
+    if (c == '\\') {
+      out += "\\\\";
+      ++i;
+      continue;
+    }
+    if (c < 0x80) {
+      out += char(c);
+      ++i;
+      continue;
+    }
+    // A UTF-8 sequence: its length from the lead byte, continuation bytes checked.
+    const size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    bool ok = len != 0 && i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    const bool c1 = ok && c == 0xc2 && static_cast<unsigned char>(s[i + 1]) < 0xa0;  // U+0080..U+009F
+    if (!ok || c1) {
+      for (size_t k = 0; k < (ok ? len : 1); ++k) escape(static_cast<unsigned char>(s[i + k]));
+      i += ok ? len : 1;
+      continue;
+    }
+    out.append(s.substr(i, len));
+    i += len;
+  }
+  return out;
+}
+
+namespace {
+
 std::string basename(const std::string& f) {
   size_t s = f.rfind('/');
   return s == std::string::npos ? f : f.substr(s + 1);
@@ -88,7 +138,7 @@ ObjectView view(const analysis::ObjectRef& r, const profile::Profile& p, Namer& 
 
 std::string where(const CodeLoc& c) {
   if (c.file.empty()) return c.function;
-  return c.function + "  " + basename(c.file) + ":" + std::to_string(c.line);
+  return printable(c.function) + "  " + printable(basename(c.file)) + ":" + std::to_string(c.line);
 }
 
 // Per source line: accesses and misses by level, summed over its instructions (like
@@ -254,14 +304,16 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
           : p.meta.mode == uint32_t(profile::Mode::Soft)
               ? "accesses sampled, misses modelled (estimates in units of samples)\n"
               : "accesses and misses sampled (estimates in units of samples)\n");
-  out << "program: " << p.command;
+  // Whatever the program's arguments hold (newlines, terminal escapes) cannot forge report lines.
+  out << "program: " << printable(p.command);
   if (p.meta.exited) out << "  (exit " << p.meta.exit_code << ")";
   else if (p.meta.term_signal) out << "  (killed by signal " << p.meta.term_signal << ")";
   out << "\nthreads: " << p.meta.threads_seen;
   if (exact)
     out << ", simulated cores: " << (p.meta.cores ? std::to_string(p.meta.cores) : std::string("one per thread"));
   out << "\n";
-  out << "cache: " << p.geometry.to_spec() << " (" << p.geometry_source << ")\n";
+  out << "cache: " << p.geometry.to_spec() << " (" << printable(p.geometry_source) << ")\n";
+  if (std::string note = indexing_note(p.geometry); !note.empty()) out << "cache note: " << note << "\n";
   if (exact) {
     out << "accesses: " << thousands(p.meta.accesses) << " " << how(p);
     if (p.meta.dropped_accesses) out << ", " << thousands(p.meta.dropped_accesses) << " not recorded";
@@ -269,7 +321,7 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
   } else {
     sampled::text_header(out, p);
   }
-  for (const auto& n : p.notes) out << "collector " << (n.severity ? "warning" : "note") << ": " << n.text << "\n";
+  for (const auto& n : p.notes) out << "collector " << (n.severity ? "warning" : "note") << ": " << printable(n.text) << "\n";
   out << "\n";
   char b[256];
   if (!exact) sampled::text_levels(out, p);
@@ -314,7 +366,7 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
         out << "heap object of " << v.size << " bytes at " << hex(v.start) << ", allocated by thread "
             << v.alloc_thread << " at " << where(v.site);
       } else {
-        out << v.name;
+        out << printable(v.name);
         if (v.size) out << " (" << v.size << " bytes)";
       }
       if (!v.threads.empty()) {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include "analysis/analysis.h"
 #include "model/profile.h"
@@ -46,5 +47,10 @@ void write_report(std::ostream& out, const profile::Profile& p, const analysis::
                   Namer& names, const Options& o);
 
 const char* mode_name(uint32_t mode);  // "exact", "soft", "pmu"
+
+// `s` made safe to print on a terminal: control characters and bytes that are not UTF-8 are
+// escaped (\n, \t, \e, \xHH; a backslash as \\), so that text from the program (its arguments,
+// symbol names) can neither forge report lines nor send terminal codes.
+std::string printable(std::string_view s);
 
 }  // namespace whymiss::report

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string_view>
 
+#include "model/profile.h"
 #include "report/json.h"
 
 namespace whymiss {
@@ -69,6 +70,7 @@ std::string describe_source(const std::string& source) {
   if (source == "cpuid") return "detected by cpuid";
   if (source == "--cache") return "given by --cache";
   if (source == "default") return "built-in default; not detected";
+  if (source.rfind("default, ", 0) == 0) return "built-in " + source;  // with detection's failure
   return "source: " + (source.empty() ? std::string("unknown") : source);
 }
 
@@ -80,7 +82,8 @@ void write_sim_report_text(std::ostream& out, const SimReport& r) {
   const size_t n = g.levels.size();
   const uint32_t cores = r.knobs.cores;
 
-  out << "whymiss simulate: " << r.trace << ": " << grouped(c.accesses) << " accesses ("
+  // Standard input is "<stdin>" here as in error sentences (the JSON keeps the argument, "-").
+  out << "whymiss simulate: " << (r.trace == "-" ? profile::kStdinName : r.trace) << ": " << grouped(c.accesses) << " accesses ("
       << grouped(c.line_accesses) << " line accesses), " << grouped(r.threads)
       << (r.threads == 1 ? " thread\n" : " threads\n");
 
@@ -90,6 +93,7 @@ void write_sim_report_text(std::ostream& out, const SimReport& r) {
     out << lv.name << ' ' << format_size(lv.size) << ' ' << lv.ways << "-way, ";
   }
   out << g.line() << "-byte lines (" << describe_source(g.source) << ")\n";
+  if (std::string note = indexing_note(g); !note.empty()) out << "cache note: " << note << "\n";
 
   out << "simulated: " << cores << (cores == 1 ? " core with" : " cores, each with") << " private "
       << join_names(g, 0, n >= 2 ? n - 1 : n);

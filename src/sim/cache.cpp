@@ -7,6 +7,8 @@ Result<std::unique_ptr<Cache>> Cache::make(uint64_t sets, uint32_t ways, Policy 
   if (!repl) return Error{repl.error()};
   std::unique_ptr<Cache> c(new Cache);
   c->set_mask_ = sets - 1;
+  c->sets_ = sets;
+  c->pow2_ = (sets & (sets - 1)) == 0;
   c->ways_ = ways;
   c->tag_.assign(sets * ways, kInvalid);
   c->entry_.assign(sets * ways, Entry{});

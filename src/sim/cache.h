@@ -31,7 +31,12 @@ class Cache {
   static constexpr uint64_t kInvalid = ~0ull;
   static Result<std::unique_ptr<Cache>> make(uint64_t sets, uint32_t ways, Policy p, uint64_t seed);
 
-  uint32_t set_of(uint64_t line) const { return uint32_t(line & set_mask_); }
+  // A power-of-two set count indexes by the line address' low bits; any other count (sysfs
+  // reports 245,760 sets for some hashed-slice LLCs) by the address modulo the count, which
+  // spreads lines as evenly, though the real slice hash is unknown.
+  uint32_t set_of(uint64_t line) const {
+    return uint32_t(__builtin_expect(pow2_, 1) ? line & set_mask_ : line % sets_);
+  }
   // Index of `line` in the flat arrays, or -1.
   int64_t find(uint64_t line) const {
     const uint32_t set = set_of(line);
@@ -96,7 +101,7 @@ class Cache {
   uint64_t tag(size_t idx) const { return tag_[idx]; }
   const uint64_t* tag_ptr(size_t idx) const { return &tag_[idx]; }  // stable: never reallocated
   Entry& entry(size_t idx) { return entry_[idx]; }
-  uint64_t sets() const { return set_mask_ + 1; }
+  uint64_t sets() const { return sets_; }
   uint32_t ways() const { return ways_; }
 
  private:
@@ -148,7 +153,9 @@ class Cache {
     return uint32_t(__builtin_ctz(uint32_t(_mm_movemask_epi8(eq)) & way_mask_));
   }
 
-  uint64_t set_mask_ = 0;
+  uint64_t set_mask_ = 0;  // sets_ - 1 when pow2_
+  uint64_t sets_ = 0;
+  bool pow2_ = true;
   unsigned set_bits_ = 0;
   uint32_t ways_ = 0;
   uint32_t way_mask_ = 0;

@@ -501,7 +501,9 @@ Result<std::unique_ptr<Hierarchy>> Hierarchy::create(const CacheGeometry& g, con
   while ((1u << m->line_shift) < g.line()) ++m->line_shift;
   m->granule_shift = m->line_shift > 6 ? m->line_shift - 6 : 0;
   uint64_t nshards = k.max_shards;
-  for (const auto& lg : g.levels) nshards = std::min<uint64_t>(nshards, lg.sets());
+  // A shard owns the same sets in every level: its count must divide every level's set count
+  // (the largest power of two that does, for counts that are not powers of two).
+  for (const auto& lg : g.levels) nshards = std::min<uint64_t>(nshards, lg.sets() & -lg.sets());
   m->shard_mask = nshards - 1;
   while ((uint64_t(1) << m->shard_bits) < nshards) ++m->shard_bits;
   m->shards.reset(new Shard[nshards]);

@@ -586,6 +586,10 @@ TEST(Simulate, Stdin) {
   EXPECT_EQ(j["cores"].u(), 2u);
   EXPECT_EQ(level(j, 0)["accesses"].u(), 2u);
 
+  // The text report names standard input as error sentences do.
+  RunResult text = simulate({"-", "--cache", kSpec3}, "0 R 0x40 8\n");
+  EXPECT_EQ(text.out.rfind("whymiss simulate: <stdin>: ", 0), 0u) << text.out;
+
   RunResult bad = simulate({"-", "--cache", kSpec3}, "0 R 0x40 8\n1 Z 0x40 8\n");
   expect_error(bad, "<stdin>:2: expected R or W, got 'Z'");
 }

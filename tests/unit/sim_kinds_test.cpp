@@ -44,6 +44,28 @@ TEST(SimKinds, ThirteenLinesInOneTwelveWaySetAreConflictMisses) {
   EXPECT_EQ(c.level[1].misses(), 13u);
 }
 
+// #19 item 15: set counts that are not powers of two (a 300 MiB 20-way L3 has 245,760 sets) are
+// indexed by line modulo the count: lines 3 sets apart share a set, neighbours do not.
+TEST(SimKinds, NonPowerOfTwoSetCountsIndexModuloTheCount) {
+  const CacheGeometry g = geo({{"L1", 3 * 2 * 64, 2, 64}, {"L2", 6 * 4 * 64, 4, 64}});
+  ASSERT_TRUE(validate(g).ok()) << validate(g).error();
+  auto h = make(g);
+  const int rounds = 10;
+  for (int r = 0; r < rounds; ++r)
+    for (uint64_t i = 0; i < 3; ++i) h->access(0, i * 3 * 64, 8, false);  // L1 set 0, 3 lines
+  auto c = h->counters();
+  EXPECT_EQ(misses(c, 0, Outcome::Compulsory), 3u);
+  EXPECT_EQ(misses(c, 0, Outcome::Conflict), 3u * (rounds - 1));
+  // L2 (6 sets): lines 0, 3, 6 fall in sets 0, 3, 0 and fit.
+  EXPECT_EQ(c.level[1].misses(), 3u);
+  auto h2 = make(g);
+  for (int r = 0; r < rounds; ++r)
+    for (uint64_t i = 0; i < 3; ++i) h2->access(0, 0x1000 * 3 + i * 64, 8, false);  // sets 0..2
+  EXPECT_EQ(h2->counters().level[0].misses(), 3u);
+  EXPECT_EQ(indexing_note(g).rfind("L1 (3 sets), L2 (6 sets): ", 0), 0u) << indexing_note(g);
+  EXPECT_EQ(indexing_note(zen_like()), "");
+}
+
 TEST(SimKinds, TwelveLinesInOneSetFit) {
   auto h = make(zen_like());
   for (int r = 0; r < 10; ++r)

@@ -10,7 +10,17 @@ namespace whymiss::rt {
 // unset, empty or too long, or when WHYMISS_PID names another process: descendants of the
 // recorded process run unprofiled, since they would overwrite its profile (an exec in the
 // recorded process itself keeps its pid, so the new image is profiled).
+//
+// When it returns true it has also created "<path>.status" (kept open, close-on-exec) holding
+// "started": the recording tool reads it when no profile appears, to tell a runtime that never
+// started from one that could not write (see note_profile_written). errno is preserved.
 bool profile_output_from_env(char* out, size_t n);
+
+// Records in "<path>.status" how writing the profile went: 0, or the errno value
+// write_profile_sections returned. Async-signal-safe, errno preserved; does nothing when the
+// status file could not be created, or when its descriptor is no longer the file we opened (the
+// program closed it, and the number may now be one of the program's files).
+void note_profile_written(int err);
 
 // The program and its arguments, space-joined, from /proc/self/cmdline into out[n] (always
 // NUL-terminated; empty when unreadable).

@@ -130,7 +130,7 @@ struct Global {
   uint32_t policy = 0, inclusive = 1;
   char output[4096] = {};
   char command[4096] = {};
-  char geometry_source[64] = {};
+  char geometry_source[512] = {};  // (with the reason when detection fell back to defaults)
 };
 constinit Global g;
 
@@ -445,7 +445,7 @@ __attribute__((noinline)) void record_misses(ThreadState* t, InstructionRecord* 
     }
     const Outcome o = lr.level[0];
     const uint64_t piece = k == 0 ? addr : lr.line << g.line_shift;
-    const uint64_t set_bit = uint64_t(1) << ((lr.line & (g.l1_sets - 1)) & 63);
+    const uint64_t set_bit = uint64_t(1) << ((lr.line % g.l1_sets) & 63);  // (any set count)
     if (s) s->l1_set_mask |= set_bit;
     if (o == Outcome::Compulsory) continue;
     if (s) add_ref(s->sample_addrs, piece);
@@ -741,7 +741,7 @@ void finish(int term_signal) {
       {profile::Section::Objects, sizeof(profile::ObjectRecord), nobj, objects},
       {profile::Section::Sites, sizeof(profile::SiteRecord), nsites, sites},
   };
-  profile::write_profile_sections(g.output, s, sizeof s / sizeof s[0]);
+  note_profile_written(profile::write_profile_sections(g.output, s, sizeof s / sizeof s[0]));
   g.written.store(true, std::memory_order_release);
 }
 

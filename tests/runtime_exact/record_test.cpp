@@ -1,0 +1,201 @@
+// `whymiss record` and `whymiss run` around a real instrumented process: signals sent to whymiss,
+// a program that changes directory or drops privileges, and why a profile is missing.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "model/profile.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  TempDir() {
+    char t[] = "/tmp/whymiss-record-XXXXXX";
+    path = mkdtemp(t);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string file(const std::string& n) const { return (fs::path(path) / n).string(); }
+  std::vector<std::string> entries() const {
+    std::vector<std::string> v;
+    for (const auto& e : fs::directory_iterator(path)) v.push_back(e.path().filename().string());
+    std::sort(v.begin(), v.end());
+    return v;
+  }
+  std::string path;
+};
+
+// whymiss running: its pid, the read end of its (and the program's) standard output, and the
+// file its standard error goes to.
+struct Whymiss {
+  pid_t pid = -1;
+  int out = -1;
+  std::string err_path;
+  ~Whymiss() {
+    if (out >= 0) close(out);
+  }
+};
+
+Whymiss start(const std::vector<std::string>& args, const std::string& cwd) {
+  Whymiss w;
+  w.err_path = cwd + "/../" + fs::path(cwd).filename().string() + ".stderr";
+  int fds[2];
+  if (pipe(fds) != 0) return w;
+  w.pid = fork();
+  if (w.pid == 0) {
+    close(fds[0]);
+    dup2(fds[1], 1);
+    int e = open(w.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(e, 2);
+    const rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);  // (SIGQUIT's default action dumps core)
+    if (chdir(cwd.c_str()) != 0) _exit(126);
+    std::vector<char*> argv{const_cast<char*>(WHYMISS_BIN)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  w.out = fds[0];
+  return w;
+}
+
+// Reads standard output until `fragment` appears, end of file, or 60 s pass.
+std::string read_until(int fd, const std::string& fragment) {
+  std::string got;
+  char buf[256];
+  while (got.find(fragment) == std::string::npos) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 60000) <= 0) break;
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    got.append(buf, size_t(n));
+  }
+  return got;
+}
+
+// Whether the pipe reaches end of file (every process holding it exited) within 60 s.
+bool reaches_eof(int fd) {
+  char buf[256];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 60000) <= 0) return false;
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n == 0) return true;
+    if (n < 0) return false;
+  }
+}
+
+int wait_status(pid_t pid) {
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+std::string slurp(const std::string& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+// Runs whymiss to the end in `cwd`; returns its exit status, and its stderr in *err.
+int run(const std::vector<std::string>& args, const std::string& cwd, std::string* err) {
+  Whymiss w = start(args, cwd);
+  reaches_eof(w.out);
+  int st = wait_status(w.pid);
+  *err = slurp(w.err_path);
+  unlink(w.err_path.c_str());
+  return st;
+}
+
+// #5: a terminating signal sent to whymiss (timeout, kill, a closed terminal) reaches the
+// program, whose profile is kept; nothing else is left in the directory.
+TEST(Record, TerminatingSignalsReachTheProgramAndTheProfileIsKept) {
+  for (int sig : {SIGTERM, SIGHUP, SIGQUIT}) {
+    TempDir dir;
+    Whymiss w = start({"record", "-o", dir.file("p.data"), "--", WHYMISS_TRUST_PROG, "wait"}, dir.path);
+    const std::string ready = read_until(w.out, "\n");
+    ASSERT_NE(ready.find("ready"), std::string::npos);
+    const pid_t program = pid_t(std::atol(ready.c_str() + 6));
+    ASSERT_EQ(kill(w.pid, sig), 0);
+    EXPECT_EQ(wait_status(w.pid), 0) << strsignal(sig) << ": " << slurp(w.err_path);
+    // A whymiss that died of the signal left the program waiting: end it (an exited one holds
+    // the pipe no more).
+    if (!reaches_eof(w.out)) kill(program, SIGKILL);
+    auto p = whymiss::profile::read_profile(dir.file("p.data"));
+    ASSERT_TRUE(p) << p.error();
+    EXPECT_EQ(p->meta.term_signal, sig);
+    EXPECT_GT(p->meta.accesses, 0u);
+    EXPECT_EQ(dir.entries(), std::vector<std::string>{"p.data"});
+    unlink(w.err_path.c_str());
+  }
+}
+
+// #5: whymiss killed outright (SIGKILL, which it cannot pass on) takes the program with it.
+TEST(Record, ProgramDiesWithWhymiss) {
+  TempDir dir;
+  Whymiss w = start({"record", "-o", dir.file("p.data"), "--", WHYMISS_TRUST_PROG, "wait"}, dir.path);
+  const std::string ready = read_until(w.out, "\n");
+  ASSERT_NE(ready.find("ready"), std::string::npos);
+  const pid_t program = pid_t(std::atol(ready.c_str() + 6));
+  ASSERT_EQ(kill(w.pid, SIGKILL), 0);
+  wait_status(w.pid);
+  const bool ended = reaches_eof(w.out);  // the program held the pipe too
+  if (!ended) kill(program, SIGKILL);
+  EXPECT_TRUE(ended) << "the program outlived whymiss";
+  unlink(w.err_path.c_str());
+}
+
+// #6: a relative -o (and the raw profile) is resolved before the program can change directory.
+TEST(Record, RelativeOutputSurvivesAChdir) {
+  TempDir dir, elsewhere;
+  std::string err;
+  EXPECT_EQ(run({"record", "-o", "p.data", "--", WHYMISS_TRUST_PROG, "chdir", elsewhere.path},
+                dir.path, &err), 0) << err;
+  EXPECT_TRUE(whymiss::profile::read_profile(dir.file("p.data")).ok());
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"p.data"});
+  EXPECT_TRUE(elsewhere.entries().empty());
+}
+
+// #7 (and #2): `run` reports the profile it recorded, not whatever the output path holds
+// afterwards (another run's profile, or here nothing readable: a device of the test's own).
+TEST(Record, RunReportsTheProfileItRecorded) {
+  TempDir dir;
+  const std::string null = dir.file("null");
+  ASSERT_EQ(mknod(null.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0) << strerror(errno);
+  std::string err;
+  EXPECT_EQ(run({"run", "-o", null, "--", WHYMISS_TRUST_PROG, "chdir", "/"}, dir.path, &err), 0) << err;
+  EXPECT_NE(err.find("trust_prog chdir /"), std::string::npos) << err;
+  EXPECT_TRUE(fs::is_character_file(fs::symlink_status(null)));
+}
+
+// #8: when no profile appears, whymiss names the cause it can find.
+TEST(Record, MissingProfileNamesTheCause) {
+  TempDir dir;
+  std::string err;
+  EXPECT_EQ(run({"record", "-o", dir.file("p.data"), "--", WHYMISS_TRUST_PROG, "exec", "/bin/true"},
+                dir.path, &err), 2);
+  EXPECT_NE(err.find("exec'd a program not built with whymiss"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_TRUE(dir.entries().empty());
+  if (geteuid() != 0) GTEST_SKIP() << "dropping privileges needs root";
+  EXPECT_EQ(run({"record", "-o", dir.file("p.data"), "--", WHYMISS_TRUST_PROG, "setuid"}, dir.path, &err), 2);
+  EXPECT_NE(err.find("(Permission denied); did the program drop its privileges?"), std::string::npos) << err;
+  EXPECT_TRUE(dir.entries().empty());
+}
+
+}  // namespace

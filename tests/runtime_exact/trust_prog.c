@@ -1,0 +1,29 @@
+// A whymiss-cc program for `whymiss record`'s own tests (record_test.cpp): what it does is the
+// first argument.
+//   wait           print "ready PID", then wait for signals forever
+//   chdir DIR      change directory to DIR, then exit
+//   setuid         become user and group 65534, then exit
+//   exec PROG ...  replace itself with PROG (argv from PROG on)
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static long buf[4096];
+
+int main(int argc, char** argv) {
+  for (int i = 0; i < 4096; ++i) buf[i] = i;  // a few accesses, so the profile has some
+  if (argc < 2) return 2;
+  if (strcmp(argv[1], "wait") == 0) {
+    printf("ready %d\n", (int)getpid());
+    fflush(stdout);
+    for (;;) pause();
+  }
+  if (strcmp(argv[1], "chdir") == 0 && argc == 3) return chdir(argv[2]) == 0 ? 0 : 3;
+  if (strcmp(argv[1], "setuid") == 0) return setgid(65534) == 0 && setuid(65534) == 0 ? 0 : 3;
+  if (strcmp(argv[1], "exec") == 0 && argc >= 3) {
+    execv(argv[2], argv + 2);
+    return 3;
+  }
+  return 2;
+}
