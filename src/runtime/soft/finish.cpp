@@ -9,6 +9,7 @@
 
 #include "runtime/common/heap.h"
 #include "runtime/common/profile_strings.h"
+#include "runtime/common/run_env.h"
 #include "runtime/common/signal_guard.h"
 #include "runtime/pmu/account.h"
 #include "runtime/pmu/live.h"
@@ -225,7 +226,7 @@ void write_profile(int term_signal) {
       {profile::Section::Traces, sizeof(profile::TraceRecord), ntr, traces},
       {profile::Section::TraceAccesses, sizeof(profile::TraceAccessRecord), nta, taccs},
   };
-  profile::write_profile_sections(g.output, s, sizeof s / sizeof s[0]);
+  note_profile_written(profile::write_profile_sections(g.output, s, sizeof s / sizeof s[0]));
 }
 
 }  // namespace whymiss::rt::softrt

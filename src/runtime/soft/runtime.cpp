@@ -432,10 +432,14 @@ void set_geometry() {
   std::strncpy(g.geometry_source, geo.source.c_str(), sizeof g.geometry_source - 1);
 }
 
+// The CLI refuses an out-of-range WHYMISS_PERIOD_US up front; a program started with the
+// runtime preloaded by hand gets the default and a note saying so.
 uint64_t period_from_env() {
   if (const char* p = std::getenv("WHYMISS_PERIOD_US"); p && *p) {
-    long v = std::atol(p);
-    if (v >= 100 && v <= 1000000) return uint64_t(v) * 1000;
+    char* end = nullptr;
+    long v = std::strtol(p, &end, 10);
+    if (*end == '\0' && v >= 100 && v <= 1000000) return uint64_t(v) * 1000;
+    add_note(1, "WHYMISS_PERIOD_US is not a whole number from 100 to 1000000; the default period (2000 us) was used");
   }
   return kDefaultPeriodUs * 1000;
 }

@@ -68,7 +68,7 @@ struct Global {
   uint32_t nlevels = 0;
   char output[4096] = {};
   char command[4096] = {};
-  char geometry_source[64] = {};
+  char geometry_source[512] = {};  // (with the reason when detection fell back to defaults)
   // Collector notes (written outside signal handlers only, read at the end).
   char notes[kMaxNotes][kNoteLen] = {};
   uint32_t note_severity[kMaxNotes] = {};
