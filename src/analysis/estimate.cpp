@@ -261,12 +261,7 @@ struct Estimator {
 
   bool sweeper(const Ins& x) const {
     if (x.cap_fwd + x.cap_back) return x.cap_fwd > x.cap_back;
-    // Samples farther apart than one pass of the sweep (the soft runtime's 1 ms period against a
-    // sub-millisecond pass) land at unrelated points of it and step forward or back about equally
-    // often: requiring a forward majority would make the verdict a coin flip. A sweep is refuted
-    // only when backward steps clearly dominate (a densely sampled backward sweep steps back
-    // nearly every time).
-    return x.sample_back > 0 && 2 * x.sample_fwd >= x.sample_back;
+    return est::Sweep{x.sample_fwd, x.sample_back, x.span}.sweeps();
   }
 
   // Algorithm 1 on sampled lines at level l: the share of `addrs` in sets holding more distinct

@@ -79,6 +79,10 @@ struct Ins {
 struct Sweep {
   int64_t fwd = 0, back = 0;
   uint64_t span = 0;
+  // A sweep that came back: samples farther apart than one pass of it land at unrelated points
+  // and step forward or back about equally often, so a sweep is refuted only when backward steps
+  // clearly dominate (a densely sampled backward sweep steps back nearly every time).
+  bool sweeps() const { return back > 0 && 2 * fwd >= back; }
 };
 std::map<uint64_t, Sweep> sample_sweeps(const profile::Profile& p);
 

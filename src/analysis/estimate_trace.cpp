@@ -138,7 +138,7 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
   // Sweep spans of the instructions whose samples step forward more than back.
   std::unordered_map<uint64_t, uint64_t> span;
   for (auto& [ip, sw] : est::sample_sweeps(p))
-    if (sw.back > 0 && 2 * sw.fwd >= sw.back) span[ip] = sw.span;
+    if (sw.sweeps()) span[ip] = sw.span;
   // Levels whose size a sweep of `d` bytes exceeds (sizes grow with the level).
   auto beyond = [&](uint64_t d) {
     size_t n = 0;
@@ -172,7 +172,7 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
       std::set<uint64_t> lines;
       bool returns = false;
     };
-    std::unordered_map<uint64_t, Walk> walks;
+    std::map<std::pair<uint64_t, uint32_t>, Walk> walks;  // (instruction, thread)
     for (int pass = 0; pass < 2; ++pass)
       for (size_t k = 0; k < order.size(); ++k) {
         const TraceAccessRecord& a = p.trace_accesses[order[k]];
@@ -182,7 +182,7 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
         if (pass == 1) continue;
         first[k] = seen[core[thread]].insert(a.addr / line).second;
         if (span.count(a.ip)) {
-          Walk& w = walks[a.ip];
+          Walk& w = walks[{a.ip, thread}];
           if (a.addr / line != w.last && !w.lines.insert(a.addr / line).second) w.returns = true;
           w.last = a.addr / line;
         }
@@ -211,7 +211,7 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
         for (size_t l = 0; l < nl && l < lr.levels_reached; ++l)
           if (lr.level[l] == sim::Outcome::Conflict && !conflicts_inside.count({a.ip, l}))
             lr.level[l] = sim::Outcome::Capacity;
-        if (auto it = span.find(a.ip); it != span.end() && !walks[a.ip].returns) {
+        if (auto it = span.find(a.ip); it != span.end() && !walks[{a.ip, thread}].returns) {
           // The sweep's reuse distance decides, not the window's wrap-around.
           const size_t n = beyond(it->second);
           for (size_t l = 0; l < n; ++l)

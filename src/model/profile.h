@@ -246,6 +246,7 @@ enum class TraceEnd : uint32_t {
   Stopped = 3,    // the run ended (or the collector stopped) during the window
   Full = 4,       // the access store was full
   Undecodable = 5,  // an instruction the decoder could not read
+  Lost = 6,       // the thread lost its trap flag (a handler of the program did not return)
 };
 struct TraceRecord {
   uint64_t start_ns, end_ns;  // CLOCK_MONOTONIC; end_ns = 0 if the window never ended

@@ -3,8 +3,12 @@
  *   claim  installs its own handlers for SIGRTMIN+8..SIGRTMAX (the range whymiss picks its
  *          signal from), sends each to itself with sigqueue, works, checks every handler ran
  *   fork   forks; the child works and exits 0; the parent waits, works
+ *   sigtrap  a second thread works while the main thread keeps changing SIGTRAP's disposition
+ *          (ignored, a handler of its own, default) for 600 ms, then checks that its handler
+ *          never ran and that sigaction() shows what it set last
  * Output: one line starting with "ok" and exit 0, or "FAIL ..." and exit 1. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,6 +44,14 @@ static uint64_t work(int ms) {
   return s;
 }
 
+static volatile sig_atomic_t traps;
+static void on_trap(int s) { (void)s; traps++; }
+static void *worker(void *arg) {
+  (void)arg;
+  (void)work(600);
+  return NULL;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "work";
   if (strcmp(mode, "claim") == 0) {
@@ -63,6 +75,25 @@ int main(int argc, char **argv) {
     for (int s = SIGRTMIN + 8; s <= SIGRTMAX; s++)
       if (got[s] != 1) { printf("FAIL handler of signal %d ran %d times\n", s, (int)got[s]); return 1; }
     printf("ok claim\n");
+    return 0;
+  }
+  if (strcmp(mode, "sigtrap") == 0) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, worker, NULL) != 0) return 1;
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do {
+      signal(SIGTRAP, SIG_IGN);
+      signal(SIGTRAP, on_trap);
+      signal(SIGTRAP, SIG_DFL);
+      signal(SIGTRAP, on_trap);
+      clock_gettime(CLOCK_MONOTONIC, &now);
+    } while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < 600);
+    pthread_join(t, NULL);
+    struct sigaction cur;
+    if (sigaction(SIGTRAP, NULL, &cur) != 0 || cur.sa_handler != on_trap) { printf("FAIL sigaction view\n"); return 1; }
+    if (traps) { printf("FAIL the program's handler got %d traps\n", (int)traps); return 1; }
+    printf("ok sigtrap\n");
     return 0;
   }
   if (strcmp(mode, "fork") == 0) {

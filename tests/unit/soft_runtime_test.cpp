@@ -207,6 +207,18 @@ TEST(SoftRuntime, TraceWindowsAreRecordedBesideTheSamples) {
       << "a window's samples measure the stepping: counted as inside whymiss";
 }
 
+TEST(SoftRuntime, TheProgramChangingSigtrapWhileAThreadStepsNeitherDiesNorGetsOurTraps) {
+  // Before SIGTRAP was reserved, SIG_IGN set by one thread while another stepped got the
+  // process killed (the kernel resets an ignored synchronous SIGTRAP to the default), and a
+  // handler of the program received every step.
+  HelperRun r = run_helper("sigtrap", false, {"WHYMISS_TRACE=1"});
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("ok sigtrap"), std::string::npos) << r.out;
+  auto p = whymiss::profile::read_profile(r.profile_path);
+  ASSERT_TRUE(p) << p.error();
+  EXPECT_FALSE(p->traces.empty());
+}
+
 TEST(SoftRuntime, PmuModeWithoutAPlanFallsBackToSoft) {
   HelperRun r = run_helper("work", false, {"WHYMISS_MODE=pmu", "WHYMISS_PMU_PLAN=garbage"});
   ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out << r.err;

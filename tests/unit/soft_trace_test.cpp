@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdint>
 #include <numeric>
 #include <random>
@@ -53,6 +54,7 @@ class SoftTrace : public ::testing::Test {
     c.max_steps = max_steps;
     c.mean_gap_ns = 0;
     c.first_min_ns = c.first_max_ns = 0;
+    c.epoch_ns = uint64_t(60) * 1000000000;  // open until the test's own signal, however late
     c.budget_permille = 1000;
     c.max_accesses = 1 << 16;
     EXPECT_EQ(trace::init(c, nullptr, 0, 0), 0);
@@ -163,6 +165,42 @@ TEST_F(SoftTrace, SteppingGoesOnThroughAPlainSystemCall) {
   int stores = 0;
   for (const auto& r : accesses()) stores += r.addr >= uint64_t(&a[0]) && r.addr < uint64_t(&a[16]);
   EXPECT_EQ(stores, 32);
+}
+
+// getppid by a raw `syscall`, and a store right after it: the kernel returns with IRET and the
+// step's trap comes only after that store ran.
+__attribute__((noinline)) void store_after_syscall(volatile uint64_t* p) {
+  asm volatile("mov %1, %%eax\n\tsyscall\n\tmov %%rax, (%0)" : : "r"(p), "i"(SYS_getppid)
+               : "rax", "rcx", "r11", "memory");
+}
+
+TEST_F(SoftTrace, TheInstructionAfterASteppedSystemCallIsRecorded) {
+  static volatile uint64_t word;
+  ASSERT_TRUE(start(5000));
+  store_after_syscall(&word);
+  store_after_syscall(&word);
+  trace::stop();
+  int stores = 0;
+  for (const auto& r : accesses())
+    if (r.addr == uint64_t(&word)) {
+      EXPECT_EQ(r.flags, profile::kAccessWrite);
+      ++stores;
+    }
+  EXPECT_EQ(stores, 2);
+}
+
+TEST_F(SoftTrace, AWindowWhoseThreadLostItsTrapFlagEndsAtTheNextSample) {
+  // A handler of the program that leaves by siglongjmp never restores the TF the kernel saved:
+  // the next sample sees a context without it.
+  ASSERT_TRUE(start(100000));
+  ucontext_t uc;
+  std::memset(&uc, 0, sizeof uc);
+  trace::check_lost(&uc);
+  EXPECT_FALSE(trace::tracing());
+  trace::stop();
+  auto w = windows();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].end, uint32_t(profile::TraceEnd::Lost));
 }
 
 TEST_F(SoftTrace, BlockingSigtrapEndsTheWindowBeforeTheCallAndTheThreadLivesOn) {

@@ -21,13 +21,25 @@ std::atomic<bool> g_guarding[kMaxSig] = {};
 std::atomic<FinishFn> g_finish{nullptr};
 std::atomic<pid_t> g_owner{0};
 
-// The reserved signal and the program's disposition for it: two slots and an atomic index, so
-// that the handler reads a complete record while a writer (under g_slot_lock) fills the other.
-std::atomic<int> g_reserved{0};
-struct sigaction g_program[2];
-std::atomic<int> g_program_slot{0};
-std::atomic<bool> g_claimed{false};
+// The reserved signals and the program's disposition for each: two slots and an atomic index
+// per signal, so that a handler reads a complete record while a writer (under g_slot_lock)
+// fills the other.
+constexpr int kMaxReserved = 2;
+struct Reserved {
+  std::atomic<int> signo{0};
+  struct sigaction program[2] = {};
+  std::atomic<int> slot{0};
+  std::atomic<bool> claimed{false};
+};
+constinit Reserved g_res[kMaxReserved];  // constinit: reserve() runs from a constructor before dynamic initialisation
 SpinLock g_slot_lock;
+
+Reserved* find_reserved(int s) {
+  if (s <= 0) return nullptr;
+  for (Reserved& r : g_res)
+    if (r.signo.load(std::memory_order_acquire) == s) return &r;
+  return nullptr;
+}
 
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
 
@@ -105,24 +117,32 @@ void install_fatal_guards(FinishFn finish, pid_t owner) {
 
 void reserve(int signo) {
   LockGuard lock(g_slot_lock);
-  g_program[0] = {};
-  g_program[0].sa_handler = SIG_DFL;
-  g_program_slot.store(0, std::memory_order_release);
-  g_reserved.store(signo, std::memory_order_release);
+  if (find_reserved(signo)) return;
+  for (Reserved& r : g_res) {
+    if (r.signo.load(std::memory_order_relaxed) != 0) continue;
+    r.program[0] = {};
+    r.program[0].sa_handler = SIG_DFL;
+    r.slot.store(0, std::memory_order_release);
+    r.signo.store(signo, std::memory_order_release);
+    return;
+  }
 }
 
-int reserved() { return g_reserved.load(std::memory_order_acquire); }
-
-bool program_claimed_reserved() { return g_claimed.load(std::memory_order_relaxed); }
+bool program_claimed(int signo) {
+  const Reserved* r = find_reserved(signo);
+  return r && r->claimed.load(std::memory_order_relaxed);
+}
 
 void forward(int s, siginfo_t* si, void* ctx) {
-  const struct sigaction& a = g_program[g_program_slot.load(std::memory_order_acquire)];
+  const Reserved* r = find_reserved(s);
+  if (!r) return;
+  const struct sigaction& a = r->program[r->slot.load(std::memory_order_acquire)];
   if (a.sa_flags & SA_SIGINFO) {
     if (a.sa_sigaction) a.sa_sigaction(s, si, ctx);
     return;
   }
   if (a.sa_handler == SIG_IGN) return;
-  if (a.sa_handler == SIG_DFL) {  // a real-time signal's default action is to terminate
+  if (a.sa_handler == SIG_DFL) {  // terminate (a real-time signal's default; SIGTRAP's dumps core)
     int saved = errno;
     die_by_default(s);
     errno = saved;
@@ -141,14 +161,14 @@ extern "C" __attribute__((visibility("default"))) int sigaction(int s, const str
   using namespace whymiss::rt::sig;
   if (s <= 0 || s >= kMaxSig || getpid() != g_owner.load(std::memory_order_relaxed))
     return real_sigaction(s, act, old);
-  if (s == g_reserved.load(std::memory_order_acquire)) {
+  if (Reserved* r = find_reserved(s)) {
     whymiss::rt::LockGuard lock(g_slot_lock);
-    int cur = g_program_slot.load(std::memory_order_relaxed);
-    if (old) *old = g_program[cur];
+    int cur = r->slot.load(std::memory_order_relaxed);
+    if (old) *old = r->program[cur];
     if (act) {
-      g_program[1 - cur] = *act;
-      g_program_slot.store(1 - cur, std::memory_order_release);
-      if ((act->sa_flags & SA_SIGINFO) || act->sa_handler != SIG_DFL) g_claimed.store(true);
+      r->program[1 - cur] = *act;
+      r->slot.store(1 - cur, std::memory_order_release);
+      if ((act->sa_flags & SA_SIGINFO) || act->sa_handler != SIG_DFL) r->claimed.store(true);
     }
     return 0;
   }

@@ -6,7 +6,7 @@
 //    so the profile is written (finish(sig)) and then the default action happens (the program
 //    still dies of that signal, with a core dump where the default makes one). The program keeps
 //    seeing SIG_DFL through sigaction(); any handler it installs replaces ours.
-//  - The runtime's own signal (reserve()): the program's requests for that number are kept
+//  - The runtime's own signals (reserve()): the program's requests for that number are kept
 //    aside instead of replacing the runtime's handler, and the program still sees, through
 //    sigaction(), what it asked for. Signals of that number that the runtime does not recognise
 //    as its own (sent by kill/sigqueue/tgkill: si_code <= 0) are passed to forward(), which runs
@@ -31,15 +31,16 @@ int real_sigaction(int sig, const struct sigaction* act, struct sigaction* old);
 void install_fatal_guards(FinishFn finish, pid_t owner);
 
 // Keeps the program's requests for `signo` aside from now on (the runtime has installed its
-// handler for it). 0 = none.
+// handler for it). Up to two signals (the soft runtime's sampling signal, and SIGTRAP while it
+// single-steps threads); further ones are ignored.
 void reserve(int signo);
-int reserved();
 
-// Runs what the program asked for `sig` (the reserved signal). Async-signal-safe.
+// Runs what the program asked for `sig` (a reserved signal; nothing for others).
+// Async-signal-safe.
 void forward(int sig, siginfo_t* si, void* ctx);
 
-// True once the program has asked for a disposition of the reserved signal other than SIG_DFL
-// (the runtime says so in its notes).
-bool program_claimed_reserved();
+// True once the program has asked for a disposition of the reserved signal `signo` other than
+// SIG_DFL (the runtime says so in its notes).
+bool program_claimed(int signo);
 
 }  // namespace whymiss::rt::sig

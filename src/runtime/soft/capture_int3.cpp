@@ -50,6 +50,7 @@
 #include "runtime/soft/capture_internal.h"
 #include "runtime/soft/decode.h"
 #include "runtime/soft/modules.h"
+#include "runtime/soft/sigtrap.h"
 
 namespace whymiss::soft::capture::detail {
 
@@ -128,34 +129,6 @@ const Patch* page_sharer(const State& s, uint32_t slot, uint64_t page) {
       return &o;
   }
   return nullptr;
-}
-
-// pushf would store TF (set while stepping) where the program can pop it; popf/iret restore it.
-bool flags_instruction(const uint8_t* code, uint8_t len) {
-  uint8_t i = 0;
-  while (i < len) {
-    const uint8_t b = code[i];
-    const bool prefix = b == 0x66 || b == 0x67 || b == 0xF2 || b == 0xF3 || b == 0x2E || b == 0x36 ||
-                        b == 0x3E || b == 0x26 || b == 0x64 || b == 0x65 || b == 0xF0 || (b & 0xF0) == 0x40;
-    if (!prefix) break;
-    ++i;
-  }
-  return i < len && (code[i] == 0x9C || code[i] == 0x9D || code[i] == 0xCF);
-}
-
-// The default action for a trap that is not ours: SIG_DFL, then let it happen again.
-void default_action(siginfo_t* si, ucontext_t* uc) {
-  struct sigaction dfl;
-  memset(&dfl, 0, sizeof dfl);
-  dfl.sa_handler = SIG_DFL;
-  sigaction(SIGTRAP, &dfl, nullptr);
-  const uint64_t rip = uint64_t(uc->uc_mcontext.gregs[REG_RIP]);
-  if (si->si_code == SI_KERNEL && rip && read_byte(rip - 1) == kInt3) {
-    uc->uc_mcontext.gregs[REG_RIP] = greg_t(rip - 1);  // the int3 runs again, unhandled
-    return;
-  }
-  // Anything else: raised again, delivered (default action) once this handler returns.
-  syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGTRAP);
 }
 
 // Code the int3 must never be on. The kernel kills a thread that traps with SIGTRAP blocked
@@ -283,7 +256,7 @@ int int3_patch(uint32_t slot, uint32_t w, uint64_t ip) {
   if (len == 0 || len > kCodeBytes) return EINVAL;
   uint8_t code[kCodeBytes] = {};
   memcpy(code, reinterpret_cast<const void*>(ip), len);
-  if (code[0] == kInt3 || flags_instruction(code, len) || forbidden_module(ip)) return EINVAL;
+  if (code[0] == kInt3 || forbidden_module(ip)) return EINVAL;
   {
     // A memory access? Decoded on a zeroed context (rcx = 1: a rep string op counts).
     ucontext_t uc;
@@ -295,7 +268,10 @@ int int3_patch(uint32_t slot, uint32_t w, uint64_t ip) {
     RegisterView rv;
     rv.uc = &uc;
     MemAccess m;
-    if (decode_bytes(code, len, ip, rv, &m) != DecodeStatus::Ok || m.count == 0) return EINVAL;
+    // pushf would store TF (set while stepping) where the program can pop it; popf/iret
+    // restore it.
+    if (decode_bytes(code, len, ip, rv, &m) != DecodeStatus::Ok || m.count == 0 || m.step_stop == kStepFlags)
+      return EINVAL;
     // The sampling decoder caches each function's instruction boundaries the first time it
     // walks it; walked with an int3 inside, the bytes after it would decode misaligned for good.
     // Walk it now, from the original bytes (the result does not matter).
@@ -443,7 +419,7 @@ void int3_on_sigtrap(int, siginfo_t* si, void* ctx) {
     return;
   }
   if (si->si_code != SI_KERNEL || rip == 0) {
-    default_action(si, uc);
+    sigtrap_default_action(si, uc);
     errno = saved_errno;
     return;
   }
@@ -457,7 +433,7 @@ void int3_on_sigtrap(int, siginfo_t* si, void* ctx) {
         return;
       }
     }
-    default_action(si, uc);
+    sigtrap_default_action(si, uc);
     errno = saved_errno;
     return;
   }
@@ -534,7 +510,7 @@ void int3_on_sigtrap(int, siginfo_t* si, void* ctx) {
     errno = saved_errno;
     return;
   }
-  default_action(si, uc);
+  sigtrap_default_action(si, uc);
   errno = saved_errno;
 }
 

@@ -136,16 +136,16 @@ uint64_t rep_count(const ZydisDecodedInstruction& in, const State& s) {
 uint8_t step_stop_of(const ZydisDecodedInstruction& in) {
   switch (in.mnemonic) {
     case ZYDIS_MNEMONIC_SYSCALL:
-      return 1;
+      return kStepSyscall;
     case ZYDIS_MNEMONIC_SYSENTER: case ZYDIS_MNEMONIC_INT: case ZYDIS_MNEMONIC_INT1:
     case ZYDIS_MNEMONIC_INT3: case ZYDIS_MNEMONIC_INTO:
-      return 3;
+      return kStepKernel;
     case ZYDIS_MNEMONIC_PUSHF: case ZYDIS_MNEMONIC_PUSHFD: case ZYDIS_MNEMONIC_PUSHFQ:
     case ZYDIS_MNEMONIC_POPF: case ZYDIS_MNEMONIC_POPFD: case ZYDIS_MNEMONIC_POPFQ:
     case ZYDIS_MNEMONIC_IRET: case ZYDIS_MNEMONIC_IRETD: case ZYDIS_MNEMONIC_IRETQ:
-      return 2;
+      return kStepFlags;
     default:
-      return 0;
+      return kStepFree;
   }
 }
 

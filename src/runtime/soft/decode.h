@@ -20,6 +20,14 @@ struct MemOperand {
   bool stack = false; // an implicit stack slot (push, pop, call, ret, enter, leave)
 };
 
+// Instructions that single-stepping must treat specially (MemAccess::step_stop).
+enum StepStop : uint8_t {
+  kStepFree = 0,
+  kStepSyscall = 1,  // `syscall`: safe to step for most system calls; the caller decides by number
+  kStepFlags = 2,    // reads or restores the trap flag (pushf, popf, iret)
+  kStepKernel = 3,   // another way into the kernel (sysenter, int n, int3, into, int1)
+};
+
 // A decoded memory instruction and the addresses it accesses given a register state.
 // ip and length are filled whenever the instruction was identified, whatever the status.
 struct MemAccess {
@@ -27,9 +35,7 @@ struct MemAccess {
   uint8_t length = 0;  // its length in bytes
   uint8_t count = 0;   // operands filled in `ops`
   // Set whatever the status once the instruction was identified, for a thread that
-  // single-steps itself (trace windows): 1 = `syscall` (safe to step for most system calls; the
-  // caller decides by number), 2 = reads or restores the trap flag (pushf, popf, iret), 3 =
-  // another way into the kernel (sysenter, int n, int3, into, int1): not to be stepped.
+  // single-steps itself (trace windows) or steps over a breakpoint (see StepStop).
   uint8_t step_stop = 0;
   MemOperand ops[kMaxMemOperands];
 };

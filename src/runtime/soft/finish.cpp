@@ -59,7 +59,7 @@ void end_notes(const profile::MetaRecord& meta) {
                     .s("); those threads are not sampled").c_str());
   if (uint64_t u = g.unrecorded_threads.load())
     add_note(1, Text().s("").u(u).s(" threads were not tracked (thread table or private heap full)").c_str());
-  if (sig::program_claimed_reserved())
+  if (sig::program_claimed(g.signo))
     add_note(1, Text().s("the program installed a handler for signal ").u(uint64_t(g.signo))
                     .s(", which whymiss uses for its events; signals sent to the program still reach "
                        "that handler, the events' signals stay whymiss's").c_str());

@@ -123,6 +123,7 @@ void take_sample(ThreadState* t, ucontext_t* uc, const soft::RegisterView& rv) {
     return;
   }
   t->taken++;
+  if (g.trace_on) soft::trace::check_lost(uc);
   // A thread in a trace window spends its time stepping: its samples would measure that.
   if (t_in_runtime || (g.trace_on && soft::trace::tracing())) {
     discard(t, profile::DiscardReason::InRuntime);
@@ -486,10 +487,15 @@ void start_trace() {
     tc.line_shift = uint32_t(__builtin_ctz(g.levels[0].line));
   }
   tc.max_steps = tc.steps * 5 / 2;
+  // The program's SIGTRAP requests are kept aside from now on (a thread that sets SIG_IGN while
+  // another steps would get the process killed): traps that are not ours go to what it asked.
+  tc.forward = sig::forward;
+  tc.program_owns = [] { return sig::program_claimed(SIGTRAP); };
   CodeRange own{reinterpret_cast<uint64_t>(&find_own_code), 0, 0};
   dl_iterate_phdr(find_own_code, &own);
   const int e = soft::trace::init(tc, object_of, own.lo, own.hi);
   if (e == 0) {
+    sig::reserve(SIGTRAP);
     g.trace_on = true;
     return;
   }
@@ -615,6 +621,8 @@ void finish(int term_signal) {
   if (!g.state.compare_exchange_strong(expected, kFinished)) return;
   if (getpid() != g.pid) return;
   Inside in;
+  // No new trace windows; threads still stepping end theirs at their next step.
+  if (g.trace_on) soft::trace::stop();
   // Quiesce: the collector finishes its tick (unless this is the collector), handlers in flight
   // on other threads finish their sample. Both are bounded waits: a thread stopped for good
   // mid-handler (e.g. by a debugger) must not keep the profile from being written.

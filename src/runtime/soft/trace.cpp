@@ -7,6 +7,7 @@
 #include "runtime/soft/trace.h"
 
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 
 #include "runtime/soft/decode.h"
 #include "runtime/soft/modules.h"
+#include "runtime/soft/sigtrap.h"
 
 namespace whymiss::soft::trace {
 namespace {
@@ -28,6 +30,7 @@ constexpr uint32_t kChunk = 2048;
 
 struct Window {
   uint64_t start_ns;
+  uint64_t start_cpu_ns;  // the thread's CPU time when it started
   std::atomic<uint64_t> end_ns;
   uint32_t thread, epoch;
   std::atomic<uint32_t> steps, dropped, skipped, end;
@@ -48,10 +51,13 @@ struct State {
   uint32_t* per_window = nullptr;  // export scratch: accesses per window
   uint32_t* used_snapshot = nullptr;  // export scratch: chunk fill counts, read once
   uint32_t snapshot_chunks = 0;
+  uint32_t snapshot_windows = 0;
+  bool snapshot = false;  // export_windows took it; export_accesses uses the same
   size_t mapped = 0;
   void* base = nullptr;
   std::atomic<uint32_t> epoch{0};
   std::atomic<uint64_t> epoch_end{0};
+  std::atomic<uint32_t> joined{0};  // windows started in the current epoch
   std::atomic<bool> stopped{false};
   std::atomic<uint64_t> step_cost_ns{0};
   std::atomic<uint64_t> window_cost_ns{0};  // what a window costs its thread (measured)
@@ -60,6 +66,7 @@ struct State {
   // Collector only.
   uint64_t last_tick = 0;
   uint64_t first_ns = 0;  // when the first epoch opens (set at the first tick)
+  double charged = 0;     // what the open epoch was charged (refunded if nobody joined)
   double budget_ns = 0;
   uint64_t rng = 0;
 };
@@ -75,14 +82,22 @@ struct Thread {
   uint32_t last_epoch;
   uint32_t chunk;   // index + 1 of the chunk being filled; 0: none
   uint32_t used;
-  uint32_t thread;
   uint64_t fs, gs;
+  // After a stepped-over `syscall`, the instruction it returns to: the kernel returns with
+  // IRET and the trap comes only after that instruction ran, so it is decoded after the fact.
+  uint64_t after_syscall;
 };
 __thread Thread t_tr __attribute__((tls_model("initial-exec")));
 
 uint64_t now_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+uint64_t thread_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
@@ -111,18 +126,20 @@ void end_window(Window& w, profile::TraceEnd why, ucontext_t* uc) {
   w.end.store(uint32_t(why), std::memory_order_relaxed);
   w.end_ns.store(end, std::memory_order_release);
   const uint32_t steps = w.steps.load(std::memory_order_relaxed);
-  if (steps >= 1000 && end > w.start_ns) {
-    // What a step and a window cost as this window measured them (wall time: preemption
-    // included, which is what the program lost), averaged with the previous estimates (races
-    // between threads ending at once lose an update: harmless).
-    const uint64_t cost = (end - w.start_ns) / steps;
+  const uint64_t cpu = thread_cpu_ns();
+  if (steps >= 1000 && cpu > w.start_cpu_ns) {
+    // What a step and a window cost as this window measured them, in the thread's CPU time (a
+    // system call that blocked while stepped over costs the program nothing of ours), averaged
+    // with the previous estimates (threads ending at once may lose an update: harmless).
+    const uint64_t spent = cpu - w.start_cpu_ns;
     const uint64_t old = g_state.step_cost_ns.load(std::memory_order_relaxed);
-    g_state.step_cost_ns.store((old * 3 + cost) / 4, std::memory_order_relaxed);
+    g_state.step_cost_ns.store((old * 3 + spent / steps) / 4, std::memory_order_relaxed);
     const uint64_t wold = g_state.window_cost_ns.load(std::memory_order_relaxed);
-    g_state.window_cost_ns.store((wold * 3 + (end - w.start_ns)) / 4, std::memory_order_relaxed);
+    g_state.window_cost_ns.store((wold * 3 + spent) / 4, std::memory_order_relaxed);
   }
   t_tr.window = 0;
   t_tr.left = 0;
+  t_tr.after_syscall = 0;
 }
 
 // Whether the system call the thread is about to make can be stepped over: the kernel enters
@@ -139,10 +156,14 @@ bool steppable_syscall(const ucontext_t* uc) {
       return false;
     case SYS_rt_sigprocmask:
       return uc->uc_mcontext.gregs[REG_RSI] == 0;  // only reads the mask
+    case SYS_prctl:
+      return uc->uc_mcontext.gregs[REG_RDI] != PR_SET_SECCOMP;  // strict mode forbids sigreturn
     default:
       return true;
   }
 }
+
+profile::TraceEnd append_operands(const MemAccess& m, uint64_t rip, Window& w);
 
 // Records the instruction at rip (about to run). Returns the reason the window must end before
 // it, or Done (meaning: go on).
@@ -154,11 +175,38 @@ profile::TraceEnd record(ucontext_t* uc, Window& w) {
   RegisterView rv{uc, t_tr.fs, t_tr.gs};
   MemAccess m;
   const DecodeStatus st = decode_at(rip, rv, &m);
-  if (m.step_stop == 1 && !steppable_syscall(uc)) return profile::TraceEnd::Syscall;
-  if (m.step_stop == 2) return profile::TraceEnd::Flags;
-  if (m.step_stop == 3) return profile::TraceEnd::Syscall;
+  if (m.step_stop == kStepSyscall) {
+    if (!steppable_syscall(uc)) return profile::TraceEnd::Syscall;
+    t_tr.after_syscall = rip + m.length;
+  }
+  if (m.step_stop == kStepFlags) return profile::TraceEnd::Flags;
+  if (m.step_stop == kStepKernel) return profile::TraceEnd::Syscall;
   if (st == DecodeStatus::BadBytes) return profile::TraceEnd::Undecodable;
   if (st != DecodeStatus::Ok) return profile::TraceEnd::Done;
+  return append_operands(m, rip, w);
+}
+
+// The instruction a stepped-over system call returned to ran before this trap (see
+// Thread::after_syscall): its accesses from the registers after it, when they can be told.
+profile::TraceEnd record_after_syscall(ucontext_t* uc, Window& w) {
+  const uint64_t ip = t_tr.after_syscall;
+  t_tr.after_syscall = 0;
+  if (uint64_t(uc->uc_mcontext.gregs[REG_RIP]) == ip) return profile::TraceEnd::Done;  // not run yet
+  const detail::ModuleTable* t = detail::current_modules();
+  const detail::CodeSegment* seg = t ? detail::find_segment(*t, ip) : nullptr;
+  if (!seg) return profile::TraceEnd::Done;
+  RegisterView rv{uc, t_tr.fs, t_tr.gs};
+  MemAccess m;
+  const size_t avail = seg->hi - ip < 15 ? size_t(seg->hi - ip) : 15;
+  if (decode_after_bytes(reinterpret_cast<const uint8_t*>(ip), avail, ip, rv, &m) != DecodeStatus::Ok) {
+    if (m.count) w.skipped.fetch_add(m.count, std::memory_order_relaxed);  // clobbered
+    return profile::TraceEnd::Done;
+  }
+  return append_operands(m, ip, w);
+}
+
+profile::TraceEnd append_operands(const MemAccess& m, uint64_t rip, Window& w) {
+  State& s = g_state;
   const bool own = rip >= s.own_lo && rip < s.own_hi;
   for (uint8_t i = 0; i < m.count; ++i) {
     const MemOperand& op = m.ops[i];
@@ -189,19 +237,9 @@ profile::TraceEnd record(ucontext_t* uc, Window& w) {
   return profile::TraceEnd::Done;
 }
 
-// The default action for a trap that is not ours: SIG_DFL, then let it happen again.
-void default_action(siginfo_t* si, ucontext_t* uc) {
-  struct sigaction dfl;
-  memset(&dfl, 0, sizeof dfl);
-  dfl.sa_handler = SIG_DFL;
-  sigaction(SIGTRAP, &dfl, nullptr);
-  const uint64_t rip = uint64_t(uc->uc_mcontext.gregs[REG_RIP]);
-  if (si->si_code == SI_KERNEL && rip &&
-      __atomic_load_n(reinterpret_cast<const uint8_t*>(rip - 1), __ATOMIC_RELAXED) == 0xCC) {
-    uc->uc_mcontext.gregs[REG_RIP] = greg_t(rip - 1);  // the int3 runs again, unhandled
-    return;
-  }
-  syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGTRAP);
+void not_ours(siginfo_t* si, ucontext_t* uc) {
+  if (g_state.cfg.forward) g_state.cfg.forward(SIGTRAP, si, uc);
+  else sigtrap_default_action(si, uc);
 }
 
 void on_sigtrap(int, siginfo_t* si, void* ctx) {
@@ -209,16 +247,20 @@ void on_sigtrap(int, siginfo_t* si, void* ctx) {
   auto* uc = static_cast<ucontext_t*>(ctx);
   State& s = g_state;
   if (si->si_code != TRAP_TRACE) {
-    default_action(si, uc);
+    not_ours(si, uc);
     errno = saved_errno;
     return;
   }
-  if (!t_tr.window || in_child()) {
-    // TF outside a window can only be ours (a program that steps itself owns SIGTRAP, and then
-    // this handler is not installed): a popf that restored a TF pushed during a window.
-    uc->uc_mcontext.gregs[REG_EFL] &= ~kTrapFlag;
-    s.stray.fetch_add(1, std::memory_order_relaxed);
-    t_tr.window = 0;
+  if (!t_tr.window) {
+    if (s.cfg.program_owns && s.cfg.program_owns()) {
+      not_ours(si, uc);  // the program steps itself: its handler decides
+    } else {
+      // TF outside a window can only be ours: a popf that restored a TF pushed during a window,
+      // or a window ended while a program's handler ran. (No getpid() per step: a forked child's
+      // thread is never in a window, since fork and clone end it first.)
+      uc->uc_mcontext.gregs[REG_EFL] &= ~kTrapFlag;
+      s.stray.fetch_add(1, std::memory_order_relaxed);
+    }
     errno = saved_errno;
     return;
   }
@@ -229,7 +271,8 @@ void on_sigtrap(int, siginfo_t* si, void* ctx) {
     return;
   }
   w.steps.fetch_add(1, std::memory_order_relaxed);
-  const profile::TraceEnd why = record(uc, w);
+  profile::TraceEnd why = t_tr.after_syscall ? record_after_syscall(uc, w) : profile::TraceEnd::Done;
+  if (why == profile::TraceEnd::Done) why = record(uc, w);
   if (why != profile::TraceEnd::Done) {
     end_window(w, why, uc);
   } else if (--t_tr.left == 0) {
@@ -257,6 +300,8 @@ uint32_t count_per_window() {
   uint32_t nc = s.chunks_claimed.load(std::memory_order_acquire);
   if (nc > s.nchunks) nc = s.nchunks;
   s.snapshot_chunks = nc;
+  s.snapshot_windows = nw;
+  s.snapshot = true;
   for (uint32_t c = 0; c < nc; ++c) {
     const uint32_t used = s.chunk_used[c].load(std::memory_order_acquire);
     s.used_snapshot[c] = used;
@@ -319,6 +364,9 @@ int init(const Config& c, ObjectLookup lookup, uint64_t own_lo, uint64_t own_hi)
                         : 0;
   s.last_tick = 0;
   s.first_ns = 0;
+  s.charged = 0;
+  s.snapshot = false;
+  s.joined.store(0);
   s.budget_ns = double(c.steps) * c.step_cost_ns;  // the first window is granted
   s.rng = c.seed ? c.seed : 1;
   t_tr = Thread{};
@@ -352,6 +400,7 @@ bool start_here(ucontext_t* uc, uint32_t thread_index, uint64_t fs_base, uint64_
   if (idx >= s.cfg.max_windows) return false;
   Window& w = s.windows[idx];
   w.start_ns = now;
+  w.start_cpu_ns = thread_cpu_ns();
   w.thread = thread_index;
   w.epoch = e;
   w.steps.store(1, std::memory_order_relaxed);
@@ -359,13 +408,14 @@ bool start_here(ucontext_t* uc, uint32_t thread_index, uint64_t fs_base, uint64_
   w.skipped.store(0, std::memory_order_relaxed);
   w.end.store(uint32_t(profile::TraceEnd::Stopped), std::memory_order_relaxed);
   w.end_ns.store(0, std::memory_order_release);
+  s.joined.fetch_add(1, std::memory_order_relaxed);
   t_tr.window = idx + 1;
   t_tr.left = s.cfg.steps - 1;
+  t_tr.after_syscall = 0;
   if (s.sketch_target) {
     memset(t_tr.sketch, 0, sizeof t_tr.sketch);
     t_tr.ones = 0;
   }
-  t_tr.thread = thread_index;
   t_tr.fs = fs_base;
   t_tr.gs = gs_base;
   const profile::TraceEnd why = record(uc, w);
@@ -379,12 +429,25 @@ bool start_here(ucontext_t* uc, uint32_t thread_index, uint64_t fs_base, uint64_
 
 bool tracing() { return t_tr.window != 0; }
 
+void check_lost(ucontext_t* uc) {
+  if (t_tr.window && !(uc->uc_mcontext.gregs[REG_EFL] & kTrapFlag))
+    end_window(g_state.windows[t_tr.window - 1], profile::TraceEnd::Lost, uc);
+}
+
 void tick(uint64_t now) {
   State& s = g_state;
   if (!s.installed || s.stopped.load(std::memory_order_relaxed)) return;
-  // The program took SIGTRAP over since: stepping on would hand it our traps.
-  struct sigaction cur;
-  if (sigaction(SIGTRAP, nullptr, &cur) != 0 || !(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != on_sigtrap) {
+  // Something took SIGTRAP over since (a call that bypassed the runtime's interposed
+  // sigaction): stepping on would hand it our traps. Asked of the kernel itself, since the
+  // interposed sigaction() answers with the program's view.
+  struct {
+    void* handler;
+    unsigned long flags;
+    void* restorer;
+    uint64_t mask;
+  } cur{};
+  if (syscall(SYS_rt_sigaction, SIGTRAP, nullptr, &cur, sizeof cur.mask) != 0 ||
+      cur.handler != reinterpret_cast<void*>(on_sigtrap)) {
     s.stopped.store(true);
     return;
   }
@@ -395,6 +458,10 @@ void tick(uint64_t now) {
   const double cap = cost * 2 > 1e9 * s.cfg.budget_permille / 1000.0 ? cost * 2 : 1e9 * s.cfg.budget_permille / 1000.0;
   if (s.budget_ns > cap) s.budget_ns = cap;
   if (now <= s.epoch_end.load(std::memory_order_relaxed)) return;  // an epoch is open
+  if (s.charged > 0) {  // the last epoch is over: nobody joined it, nothing was spent
+    if (s.joined.load(std::memory_order_relaxed) == 0) s.budget_ns += s.charged;
+    s.charged = 0;
+  }
   if (s.budget_ns < cost || dt == 0) return;
   s.rng ^= s.rng << 13, s.rng ^= s.rng >> 7, s.rng ^= s.rng << 17;
   const double u = double(s.rng >> 11) / double(uint64_t(1) << 53);
@@ -408,6 +475,8 @@ void tick(uint64_t now) {
     return;
   }
   s.budget_ns -= cost;
+  s.charged = cost;
+  s.joined.store(0, std::memory_order_relaxed);
   s.epoch_end.store(now + s.cfg.epoch_ns, std::memory_order_relaxed);
   s.epoch.fetch_add(1, std::memory_order_release);
   s.epochs.fetch_add(1, std::memory_order_relaxed);
@@ -457,7 +526,9 @@ size_t export_windows(profile::TraceRecord* out, size_t max) {
 
 size_t export_accesses(profile::TraceAccessRecord* out, size_t max) {
   State& s = g_state;
-  const uint32_t nw = count_per_window();
+  // The snapshot export_windows took, so that the two agree (else a fresh one).
+  const uint32_t nw = s.snapshot ? s.snapshot_windows : count_per_window();
+  s.snapshot = false;
   // Prefix sums: where each window's accesses start in out (a counting sort by window, which
   // keeps program order within a window: a thread's chunks are claimed in increasing order).
   uint64_t total = 0;

@@ -68,6 +68,12 @@ struct Config {
   uint32_t max_windows = 8192;
   uint32_t max_accesses = 1u << 21;  // 64 MiB of address space, touched as used
   uint64_t seed = 1;
+  // SIGTRAPs that are not steps of a window: `forward` runs the program's disposition (the
+  // runtime keeps the program's SIGTRAP requests aside, signal_guard.h); without it, the
+  // default action. A TRAP_TRACE outside a window goes to `forward` only when `program_owns()`
+  // (the program asked for SIGTRAP: it may step itself); otherwise it is a stray TF of ours.
+  void (*forward)(int, siginfo_t*, void*) = nullptr;
+  bool (*program_owns)() = nullptr;
 };
 
 // Heap object containing addr (serial, 0 if none); async-signal-safe.
@@ -84,6 +90,12 @@ int init(const Config& c, ObjectLookup lookup, uint64_t own_lo, uint64_t own_hi)
 bool start_here(ucontext_t* uc, uint32_t thread_index, uint64_t fs_base, uint64_t gs_base);
 // Whether the calling thread is inside a window (its samples then measure the stepping).
 bool tracing();
+// From the task-clock handler: a thread inside a window whose interrupted context has no TF
+// lost it (a handler of the program that left by siglongjmp or an exception: the kernel
+// cleared TF for it and the saved one was never restored). Ends the window (TraceEnd::Lost).
+// A window interrupted while a handler of the program runs ends too (its steps would resume
+// after the handler: harmless strays).
+void check_lost(ucontext_t* uc);
 
 // Collector: accrues the budget and opens epochs.
 void tick(uint64_t now_ns);
