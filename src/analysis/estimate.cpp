@@ -461,12 +461,7 @@ void Estimator::write_records() {
       ++nt;
     }
     r.thread_count = uint32_t(u.threads.size());
-    const uint64_t lo = l * line, hi = lo + line;
-    for (const ObjectRecord& o : p.objects)
-      if (o.start < hi && o.start + o.size > lo) {
-        if (r.object_count < uint32_t(kRefs)) r.objects[r.object_count] = o.serial;
-        r.object_count++;
-      }
+    est::name_line_objects(p.objects, line, r);
     p.lines.push_back(r);
   }
   // Objects: miss fields from the instructions' per-object shares.

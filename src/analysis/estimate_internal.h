@@ -86,4 +86,7 @@ struct Sweep {
 };
 std::map<uint64_t, Sweep> sample_sweeps(const profile::Profile& p);
 
+// Fills r.objects / r.object_count with the heap objects overlapping line r.line.
+void name_line_objects(const std::vector<profile::ObjectRecord>& objects, uint32_t line, profile::LineRecord& r);
+
 }  // namespace whymiss::analysis::est

@@ -105,5 +105,14 @@ std::map<uint64_t, Sweep> sample_sweeps(const profile::Profile& p) {
   return out;
 }
 
+void name_line_objects(const std::vector<profile::ObjectRecord>& objects, uint32_t line, profile::LineRecord& r) {
+  const uint64_t lo = r.line * line, hi = lo + line;
+  for (const profile::ObjectRecord& o : objects)
+    if (o.start < hi && o.start + o.size > lo) {
+      if (r.object_count < uint32_t(profile::kRefs)) r.objects[r.object_count] = o.serial;
+      r.object_count++;
+    }
+}
+
 }  // namespace est
 }  // namespace whymiss::analysis

@@ -295,12 +295,7 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
     }
     r.thread_count = uint32_t(masks[l].size());
     for (size_t j = 0; j < t.ips.size(); ++j) r.ips[j] = t.ips[j];
-    const uint64_t lo = l * line, hi = lo + line;
-    for (const ObjectRecord& o : p.objects)
-      if (o.start < hi && o.start + o.size > lo) {
-        if (r.object_count < uint32_t(kRefs)) r.objects[r.object_count] = o.serial;
-        r.object_count++;
-      }
+    est::name_line_objects(p.objects, line, r);
     p.lines.push_back(r);
   }
   for (ObjectRecord& o : p.objects) {

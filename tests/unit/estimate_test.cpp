@@ -12,6 +12,7 @@
 #include "analysis/analysis.h"
 #include "analysis/estimate.h"
 #include "model/profile.h"
+#include "expect_findings.h"
 #include "sampled_workloads.h"
 
 namespace whymiss::analysis {
@@ -31,15 +32,8 @@ Analysis estimated(const Workload& w, SamplerConfig c = {}) {
   return run(p);
 }
 
-void expect_top(const Analysis& a, Kind kind, Origin origin) {
-  ASSERT_FALSE(a.findings.empty()) << (a.notes.empty() ? "" : a.notes[0]);
-  EXPECT_STREQ(kind_name(a.findings[0].kind), kind_name(kind));
-  EXPECT_STREQ(origin_name(a.findings[0].origin), origin_name(origin));
-}
-
-void expect_none(const Analysis& a) {
-  EXPECT_TRUE(a.findings.empty()) << kind_name(a.findings[0].kind) << " at level " << a.findings[0].level;
-}
+using testing::expect_none;
+using testing::expect_top;
 
 TEST(Estimate, ColumnWalkIsAnApplicationConflict) {
   Analysis a = estimated(testing::conflict_app(false));

@@ -6,6 +6,7 @@
 #include "analysis/analysis.h"
 #include "analysis/estimate.h"
 #include "model/profile.h"
+#include "expect_findings.h"
 #include "sampled_workloads.h"
 
 namespace whymiss::analysis {
@@ -24,15 +25,8 @@ Analysis traced(const Workload& w, TraceConfig c = {}, profile::Profile* out = n
   return a;
 }
 
-void expect_top(const Analysis& a, Kind kind, Origin origin) {
-  ASSERT_FALSE(a.findings.empty()) << (a.notes.empty() ? "" : a.notes[0]);
-  EXPECT_STREQ(kind_name(a.findings[0].kind), kind_name(kind));
-  EXPECT_STREQ(origin_name(a.findings[0].origin), origin_name(origin));
-}
-
-void expect_none(const Analysis& a) {
-  EXPECT_TRUE(a.findings.empty()) << kind_name(a.findings[0].kind) << " at level " << a.findings[0].level;
-}
+using testing::expect_none;
+using testing::expect_top;
 
 uint64_t l1_kind(const profile::Profile& p, int kind) { return p.counters[0].by_kind[kind][0] + p.counters[0].by_kind[kind][1]; }
 
