@@ -6,6 +6,7 @@ top finding (kind, origin) agree with exact mode's, which simulates every access
   bench/soft_vs_exact.py --family perthread --repeats 3
   bench/soft_vs_exact.py --only chase_mov_2L2 stride_col_pow2_heap_mid --markdown
   bench/soft_vs_exact.py --json build/corpus/results.json
+  bench/soft_vs_exact.py --from-json build/corpus/results.json --markdown   # reprint, run nothing
 
 Steps: generate the corpus into OUT/src (tests/corpus/gen.py, for this machine's caches or
 --cache), build every program with whymiss-cc (exact) and gcc (native, for soft mode)
@@ -113,10 +114,22 @@ def main():
                     help="calibrate each soft scale to about this much CPU time natively")
     ap.add_argument("--no-calibrate", action="store_true",
                     help="use the manifest's suggested soft scales")
+    ap.add_argument("--exact-only", action="store_true",
+                    help="only the oracle: exact mode's verdicts (with --oracle-repeats, its "
+                         "stability), no soft runs")
     ap.add_argument("--timeout", type=float, default=300, help="seconds per run (default 300)")
     ap.add_argument("--markdown", action="store_true", help="print tables in Markdown")
     ap.add_argument("--json", metavar="FILE", help="write every run's result here")
+    ap.add_argument("--from-json", metavar="FILE",
+                    help="print the results a --json FILE holds (with --markdown: as Markdown), "
+                         "run nothing")
     a = ap.parse_args()
+    if a.from_json:
+        saved = load_json(a.from_json)
+        if "programs" not in saved:
+            sys.exit(f"soft_vs_exact.py: no results in {a.from_json}")
+        (print_markdown if a.markdown else print_text)(saved["programs"], saved["summary"])
+        return 0
     if a.repeats < 1 or a.oracle_repeats < 1:
         ap.error("--repeats and --oracle-repeats must be >= 1")
     whymiss = os.path.abspath(a.whymiss)
@@ -177,6 +190,10 @@ def main():
         exact[p["name"]].all_runs = runs
         if len(set(keys)) > 1:
             exact_unstable[p["name"]] = keys
+
+    if a.exact_only:
+        print_exact(progs, exact, exact_unstable, time.perf_counter() - t_start, a.markdown)
+        return 0
 
     # 3. Soft scales.
     scales = {}
@@ -252,6 +269,23 @@ def main():
     if a.json:
         save_json(a.json, {"summary": summary, "programs": rows, "manifest_cache": cache_spec})
     return 0
+
+
+def print_exact(progs, exact, unstable, seconds, markdown):
+    header = ["program", "family", "exact runs", "oracle", "share", "stdout"]
+    body = [[p["name"], p["family"], ", ".join(r.full for r in exact[p["name"]].all_runs),
+             exact[p["name"]].full, f"{exact[p['name']].share or 0:.2f}",
+             exact[p["name"]].stdout.split(" ", 1)[-1]] for p in progs]
+    if markdown:
+        print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
+        for b in body:
+            print("| " + " | ".join(b) + " |")
+    else:
+        widths = [max(len(x) for x in col) for col in zip(header, *body)]
+        for line in [header] + body:
+            print("  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip())
+    print(f"\nexact mode disagreed with itself on {len(unstable)} of {len(progs)} programs"
+          + (": " + ", ".join(unstable) if unstable else "") + f"; {seconds:.0f} s")
 
 
 def summarise(rows, repeats):
@@ -330,13 +364,15 @@ def program_table(rows):
     return header, body
 
 
-def family_table(summary):
+def family_table(summary, md=False):
     header = ["family", "programs", "soft runs", "agreeing runs", "agreement"]
-    body = [[f, str(d["programs"]), str(d["runs"]), str(d["agree"]), f"{d['agreement']:.0%}"]
-            for f, d in summary["per_family"].items()]
-    body.append(["**all**", str(summary["programs"]), str(summary["soft_runs"]),
+    fam = summary["per_family"]
+    body = [[f, str(fam[f]["programs"]), str(fam[f]["runs"]), str(fam[f]["agree"]),
+             f"{fam[f]['agreement']:.0%}"] for f in FAMILIES if f in fam]
+    b = "**" if md else ""
+    body.append([f"{b}all{b}", str(summary["programs"]), str(summary["soft_runs"]),
                  str(round(summary["agreement"] * summary["soft_runs"])),
-                 f"**{summary['agreement']:.0%}**"])
+                 f"{b}{summary['agreement']:.0%}{b}"])
     return header, body
 
 
@@ -392,7 +428,7 @@ def print_markdown(rows, summary):
     for line in headline(summary):
         print(f"- {line}")
     print()
-    table(*family_table(summary))
+    table(*family_table(summary, md=True))
     print("Confusion matrix (rows: exact mode's top finding; columns: soft mode's; one count "
           "per soft run):\n")
     table(*confusion_table(summary))
