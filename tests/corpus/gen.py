@@ -67,9 +67,13 @@ def parse_size(text):
 
 
 def fmt_bytes(n):
+    """Exact where it can be (a --cache spec needs it): 48K, 1M; else e.g. 337.5K."""
     for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
         if n >= 1 << shift and n % (1 << shift) == 0:
             return f"{n >> shift}{unit}"
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.4g}{unit}"
     return str(n)
 
 
@@ -114,11 +118,21 @@ def read_sysfs_cache(root=SYSFS_CACHE):
 
 # ---------------------------------------------------------------------------------------------
 # Native cost model: only to suggest a soft-mode scale (~SOFT_CPU_SECONDS of CPU). Rough by
-# design; bench/soft_vs_exact.py can calibrate by running the native build.
+# design (within ~2x of what bench/soft_vs_exact.py's calibration measured on a Zen 5 KVM
+# guest), and both the bench and the ctest check calibrate by running the native build instead.
+# Nanoseconds per access (or iteration), by the level the footprint fits in: L1, L2, L3, memory.
 
-NS_SEQ = [0.25, 0.4, 0.7, 1.0]     # streaming access, by the level the footprint fits in
-NS_RAND = [0.4, 2.0, 6.0, 15.0]    # independent random access
-NS_DEP = [1.2, 4.0, 14.0, 90.0]    # dependent load (pointer chase)
+NS_SEQ = [0.2, 0.25, 0.3, 0.4]     # streaming access (prefetched)
+NS_WALK = [0.3, 0.5, 0.7, 1.0]     # strided and column walks
+NS_RAND = [0.1, 0.2, 2.0, 8.5]     # independent random access, beyond the index's arithmetic
+NS_DEP = [1.0, 3.5, 12.0, 90.0]    # dependent load (pointer chase)
+NS_RNG = 1.5                       # computing one random index
+NS_TREE = 2.0                      # a tree node's compare and branch, beyond 1/4 of NS_DEP
+NS_HASH = 12.0                     # a hash lookup's key mixing and probe, beyond its access
+NS_COUNTER = 0.3                   # one volatile increment of a counter (per thread; on our
+                                   # VMs two threads seldom run at once, so sharing costs ~0)
+NS_SHARED = {"atomic": 6.0, "mutex": 12.0, "racy": 0.3}  # one update of the shared counter
+NS_COMPUTE = 1.0                   # one iteration of control_compute's LCG
 
 
 class Geometry:
@@ -458,7 +472,7 @@ def chase_tree(geo, name, pool_bytes):
           return 0;
         }
         """, n=n, lookups=lookups, name=name)
-    ns = lookups * depth * geo.ns(NS_DEP, n * node_bytes) * 1.5
+    ns = lookups * depth * (NS_TREE + geo.ns(NS_DEP, n * node_bytes) / 4)
     return Program(name, "chase", {"nodes": n, "node_bytes": node_bytes,
                                    "lookups_per_unit": lookups},
                    f"binary search tree walk: random lookups in a BST of {n} random keys, "
@@ -529,8 +543,7 @@ def stride_column(geo, name, rows, row_bytes, pad, storage):
         }
         """, rows=rows, cols=cols, ld=ld, passes=passes, decl=decl, alloc=alloc, name=name)
     foot = rows * (row_bytes + pad)
-    # A column's lines are reused by the next columns when they fit; cost as random otherwise.
-    ns = passes * rows * cols * geo.ns(NS_RAND, foot) / 2
+    ns = passes * rows * cols * geo.ns(NS_WALK, foot)
     stride = row_bytes + pad
     pow2 = stride & (stride - 1) == 0
     where = "a global" if storage == "global" else "a malloc'd"
@@ -585,7 +598,7 @@ def stride_1d(geo, name, stride_bytes, count, storage):
         """, stride=stride_bytes // 8, count=count, n=n, words=words, passes=passes, decl=decl,
              alloc=alloc, name=name)
     touched = count * geo.line
-    ns = passes * per_pass * geo.ns(NS_RAND, touched) / 2
+    ns = passes * per_pass * geo.ns(NS_WALK, touched)
     pow2 = stride_bytes & (stride_bytes - 1) == 0
     where = "global" if storage == "global" else "malloc'd"
     pattern = (f"strided walk: {count} elements {stride_bytes} bytes apart "
@@ -704,8 +717,7 @@ def matmul(geo, name, n, order, tile):
              name=name)
     foot = 3 * n * n * 8
     iters = bands * band * n * n
-    per_iter = {"ijk": geo.ns(NS_SEQ, n * n * 8) * 2, "ikj": geo.ns(NS_SEQ, n * n * 8) * 2,
-                "blocked": geo.ns(NS_SEQ, 3 * tile * tile * 8) * 2}[order]
+    per_iter = geo.ns(NS_SEQ, n * n * 8 if order != "blocked" else 3 * tile * tile * 8)
     words = {"ijk": "i-j-k (inner loop walks a column of B)",
              "ikj": "i-k-j (inner loop streams a row of B and of C)",
              "blocked": f"blocked i-k-j with {tile} x {tile} tiles"}[order]
@@ -813,7 +825,7 @@ def random_access(geo, name, nbytes, op):
           return 0;
         }
         """, n=n, per_unit=per_unit, stmt=stmt, name=name)
-    ns = per_unit * geo.ns(NS_RAND, nbytes) * (1.5 if op == "inc" else 1) + 1.5 * per_unit
+    ns = per_unit * (geo.ns(NS_RAND, nbytes) * (1.5 if op == "inc" else 1) + NS_RNG)
     what = "random reads" if op == "read" else "random increments (a histogram)"
     return Program(name, "random", {"array_bytes": n * 8, "op": op, "accesses_per_unit": per_unit},
                    f"{what} of a malloc'd {fmt_bytes(n * 8)} array of 8-byte words",
@@ -863,7 +875,7 @@ def hash_table(geo, name, nbytes):
           return 0;
         }
         """, cap=cap, lookups=lookups, shift=64 - int(math.log2(cap)), name=name)
-    ns = lookups * (geo.ns(NS_RAND, cap * 16) * 1.5 + 6)
+    ns = lookups * (geo.ns(NS_RAND, cap * 16) * 1.5 + NS_HASH)
     return Program(name, "random", {"entries": cap, "table_bytes": cap * 16,
                                     "lookups_per_unit": lookups},
                    f"open-addressing hash table (linear probing, half full) of {cap} 16-byte "
@@ -960,7 +972,7 @@ def perthread_counter(geo, name, threads, layout):
                    "calloc_packed": "counters[t]",
                    "calloc_padded": "counters[t * (LINE / sizeof(long))]"}.get(layout,
                                                                               "counters[t][0]"))
-    ns = threads * iters * 6.0
+    ns = threads * iters * NS_COUNTER
     return Program(name, "perthread", {"threads": threads, "layout": layout,
                                        "iters_per_thread_per_unit": iters},
                    f"{threads} threads each increment a counter of their own (volatile load + "
@@ -1018,7 +1030,7 @@ def perthread_handoff(geo, name):
                    "2 threads each free a 16-byte object the main thread allocated (two picked "
                    "to share a line) and malloc one of the same size (glibc's tcache returns the "
                    "same chunk), then increment it: a line holds objects of two threads",
-                   body, threads * iters * 6.0, threads=threads, footprint=64)
+                   body, threads * iters * NS_COUNTER, threads=threads, footprint=64)
 
 
 def perthread_chunks(geo, name, threads, nbytes, packed):
@@ -1065,7 +1077,7 @@ def perthread_chunks(geo, name, threads, nbytes, packed):
         }
         """, n=n, chunk=chunk, npass=npass, decl=decl, loop=loop, read=read, name=name)
     iters = npass * chunk
-    ns = threads * iters * (6.0 if packed else geo.ns(NS_SEQ, nbytes))
+    ns = threads * iters * (NS_COUNTER if packed else geo.ns(NS_SEQ, nbytes))
     return Program(name, "perthread", {"threads": threads, "array_bytes": n * 8,
                                        "packed_partials": packed, "passes_per_unit": npass},
                    f"{threads} threads sum their own chunk of a shared malloc'd "
@@ -1102,17 +1114,17 @@ def shared_counter(geo, name, threads, how):
         decl = "static _Atomic long counter;"
         stmt = "atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed);"
         read = "atomic_load(&counter)"
-        words = "an atomic fetch-add (relaxed) on one global counter"
+        words = "one global counter with an atomic fetch-add (relaxed)"
     elif how == "mutex":
         decl = "static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;\nstatic long counter;"
         stmt = "pthread_mutex_lock(&lock);\ncounter++;\npthread_mutex_unlock(&lock);"
         read = "counter"
-        words = "a global counter incremented under one pthread mutex"
+        words = "one global counter, incremented under one pthread mutex"
     else:
         decl = "static volatile long counter; /* updates race on purpose */"
         stmt = "counter++;"
         read = "counter"
-        words = "a plain (volatile, racy) global counter incremented without synchronisation"
+        words = "one plain global counter (volatile, racy: no synchronisation)"
     body = c("""
         #define ITERS ${iters}L /* per thread per unit */
         ${decl}
@@ -1133,7 +1145,7 @@ def shared_counter(geo, name, threads, how):
           return 0;
         }
         """, iters=iters, decl=decl, stmt=stmt, read=read, name=name)
-    ns = threads * iters * {"atomic": 25.0, "mutex": 60.0, "racy": 8.0}[how]
+    ns = threads * iters * NS_SHARED[how]
     return Program(name, "shared", {"threads": threads, "sync": how,
                                     "iters_per_thread_per_unit": iters},
                    f"{threads} threads update {words}", body, ns, threads=threads, footprint=64)
@@ -1168,7 +1180,7 @@ def shared_readonly(geo, name, threads, nbytes):
           return 0;
         }
         """, n=n, iters=iters, name=name)
-    ns = threads * iters * (geo.ns(NS_RAND, nbytes) + 1.5)
+    ns = threads * iters * (geo.ns(NS_RAND, nbytes) + NS_RNG)
     return Program(name, "shared", {"threads": threads, "table_bytes": n * 8,
                                     "reads_per_thread_per_unit": iters},
                    f"{threads} threads read random words of one shared, read-only malloc'd "
@@ -1256,7 +1268,7 @@ def control_compute(geo, name):
         """, iters=iters, name=name)
     return Program(name, "control", {"iterations_per_unit": iters},
                    "arithmetic (a 64-bit LCG) with one lookup per iteration in a 256-byte table",
-                   body, iters * 1.5, footprint=256)
+                   body, iters * NS_COMPUTE, footprint=256)
 
 
 def family_control(geo):
