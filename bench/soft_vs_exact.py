@@ -85,9 +85,13 @@ def modal(keys):
 
 
 def git_commit():
+    """HEAD when the run starts, '+dirty' if tracked files differ from it."""
     try:
-        return subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
+        head = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
                               capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return head + ("+dirty" if dirty else "") if head else "?"
     except (OSError, subprocess.SubprocessError):
         return "?"
 
@@ -141,6 +145,7 @@ def main():
     out = os.path.abspath(a.out)
     src = os.path.join(out, "src")
     t_start = time.perf_counter()
+    commit = git_commit()
 
     # 1. Generate and build.
     if not a.no_gen:
@@ -256,7 +261,7 @@ def main():
         })
     summary = summarise(rows, a.repeats)
     summary.update({
-        "commit": git_commit(), "date": datetime.date.today().isoformat(),
+        "commit": commit, "date": datetime.date.today().isoformat(),
         "cache_spec": cache_spec, "repeats": a.repeats, "oracle_repeats": a.oracle_repeats,
         "time_total_s": round(t_total, 1), "time_exact_s": round(t_exact, 1),
         "exact_runs_done": exact_runs_done, "time_calibration_s": round(t_cal, 1),
