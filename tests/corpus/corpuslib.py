@@ -82,7 +82,9 @@ class Verdict:
 
 
 def run_whymiss(whymiss, mode, binary, scale, cache_spec=None, timeout=300, extra=()):
-    """`whymiss run --mode MODE` on binary with argv[1] = scale; never raises for a failing run."""
+    """`whymiss run --mode MODE` on binary with argv[1] = scale; never raises for a failing run.
+    It runs in a scratch directory, so relative paths are made absolute first."""
+    whymiss, binary = (os.path.abspath(x) if os.sep in x else x for x in (whymiss, binary))
     with tempfile.TemporaryDirectory(prefix="whymiss-corpus-") as tmp:
         prof, rep = os.path.join(tmp, "p.data"), os.path.join(tmp, "r.json")
         cmd = [whymiss, "run", "--mode", mode, "-o", prof, "--format", "json", "--output", rep]
