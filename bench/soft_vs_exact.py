@@ -184,8 +184,10 @@ def main():
             t_exact += v.wall
             exact_runs_done += 1
             runs.append(v)
-            oracle_cache[key] = {"name": p["name"], "runs": [r.to_json() for r in runs]}
-            save_json(oracle_path, oracle_cache)
+            if not v.error:  # a failed or timed-out run is retried next time, not cached
+                cached = oracle_cache.setdefault(key, {"name": p["name"], "runs": []})
+                cached["runs"].append(v.to_json())
+                save_json(oracle_path, oracle_cache)
             err = f"  ({v.error})" if v.error else ""
             log(f"[exact {i + 1}/{len(progs)}] {p['name']}: {v.full} {v.wall:.1f}s{err}")
         runs = runs[:a.oracle_repeats]
@@ -250,8 +252,9 @@ def main():
             "exact_runs": [r.key for r in ex.all_runs],
             "exact_stdout": ex.stdout,
             "soft": keys, "soft_full": [v.full for v in sv],
-            "agree": sum(k == ex.key for k in keys),
-            "agree_level": sum(v.full == ex.full for v in sv),
+            # An error never agrees, not even with an exact run that failed too.
+            "agree": sum(k == ex.key != ERROR for k in keys),
+            "agree_level": sum(v.full == ex.full and v.key != ERROR for v in sv),
             "stable": len(set(keys)) == 1,
             "soft_scale": scales[p["name"]], "exact_scale": p["exact_scale"],
             "soft_cpu_s": [round(v.cpu, 2) for v in sv],
@@ -342,8 +345,9 @@ def confusion_table(summary):
     body = []
     for ex in rows:
         n = sum(m[ex].values())
+        agree = m[ex].get(ex, 0) if ex != ERROR else 0
         body.append([abbr(ex)] + [str(m[ex].get(c, "")) or "." for c in cols]
-                    + [str(n), f"{m[ex].get(ex, 0) / n:.0%}" if n else "-"])
+                    + [str(n), f"{agree / n:.0%}" if n else "-"])
     return header, body
 
 

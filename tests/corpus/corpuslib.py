@@ -109,8 +109,9 @@ def run_whymiss(whymiss, mode, binary, scale, cache_spec=None, timeout=300, extr
                            stdout=first_line(out))
     code = report.get("exit", {}).get("code")
     if code not in (0, None) or report.get("exit", {}).get("signal"):
-        return Verdict(error=f"program exit {report.get('exit')}: {first_line(err)}", wall=wall,
-                       cpu=cpu, stdout=first_line(out))
+        return Verdict(error=f"program exit {report.get('exit')}: "
+                             f"{first_line(err) or '(no stderr)'}",
+                       wall=wall, cpu=cpu, stdout=first_line(out))
     findings = [{"kind": f["kind"], "origin": f["origin"], "level": f.get("level"),
                  "share": f.get("share"), "misses": f.get("misses")}
                 for f in report.get("findings", [])]
