@@ -114,17 +114,28 @@ __attribute__((noinline)) void touch_lines(volatile uint8_t* p, size_t lines) {
   for (size_t i = 0; i < lines; ++i) p[i * 64] = 1;
 }
 
-TEST_F(SoftTrace, AWindowGoesOnUntilItReachesItsTargetFootprint) {
+TEST_F(SoftTrace, AWindowGoesOnWhileItsFootprintGrowsTowardsItsTarget) {
   static volatile uint64_t a[16];
-  ASSERT_TRUE(start(2000, 1000, 5000));  // 16 words never reach 1,000 lines: extended to the cap
+  static volatile uint8_t big[4 << 20];
+  // 16 words: the footprint stops growing at once, so the window ends after its steps.
+  ASSERT_TRUE(start(2000, 1000, 5000));
   while (trace::tracing()) fill(a, 16);
   trace::stop();
   auto w = windows();
   ASSERT_EQ(w.size(), 1u);
-  EXPECT_EQ(w[0].steps, 5000u);
+  EXPECT_EQ(w[0].steps, 2000u);
   EXPECT_EQ(w[0].end, uint32_t(profile::TraceEnd::Done));
-
-  static volatile uint8_t big[4 << 20];  // a new line per store: 1,000 lines well before the cap
+  // A few new lines per round: still growing at every stretch, far from 1,000 lines: the cap.
+  ASSERT_TRUE(start(2000, 1000, 5000));
+  for (size_t off = 0; trace::tracing() && off + 64 * 4 <= sizeof big; off += 64 * 4) {
+    touch_lines(big + off, 4);
+    fill(a, 16);
+  }
+  trace::stop();
+  w = windows();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].steps, 5000u);
+  // A new line per store: 1,000 lines well before the cap.
   ASSERT_TRUE(start(2000, 1000, 50000));
   for (size_t off = 0; trace::tracing() && off + 64 * 256 <= sizeof big; off += 64 * 256) touch_lines(big + off, 256);
   trace::stop();

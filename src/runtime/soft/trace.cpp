@@ -77,6 +77,7 @@ constexpr uint32_t kSketchBits = 16384;
 struct Thread {
   uint64_t sketch[kSketchBits / 64];  // lines touched in the window (linear counting)
   uint32_t ones;    // bits set in sketch
+  uint32_t ones_before;  // ... when the current stretch of steps began
   uint32_t window;  // index + 1 of the window being stepped; 0: none
   uint32_t left;    // steps still to take
   uint32_t last_epoch;
@@ -276,11 +277,15 @@ void on_sigtrap(int, siginfo_t* si, void* ctx) {
   if (why != profile::TraceEnd::Done) {
     end_window(w, why, uc);
   } else if (--t_tr.left == 0) {
-    // Not yet past the L1 in distinct lines: a quarter more, up to max_steps.
+    // Not yet past the L1 in distinct lines, and still finding new ones (at least 1/64 of the
+    // target in the last stretch: a loop whose footprint stopped growing gains nothing by
+    // going on): a quarter more, up to max_steps.
     const uint32_t steps = w.steps.load(std::memory_order_relaxed);
-    if (s.sketch_target && t_tr.ones < s.sketch_target && steps < s.cfg.max_steps) {
+    const bool growing = t_tr.ones - t_tr.ones_before >= s.sketch_target / 64 + 1;
+    if (s.sketch_target && t_tr.ones < s.sketch_target && growing && steps < s.cfg.max_steps) {
       const uint32_t more = s.cfg.steps / 4 ? s.cfg.steps / 4 : 1;
       t_tr.left = s.cfg.max_steps - steps < more ? s.cfg.max_steps - steps : more;
+      t_tr.ones_before = t_tr.ones;
     } else {
       end_window(w, profile::TraceEnd::Done, uc);
     }
@@ -414,7 +419,7 @@ bool start_here(ucontext_t* uc, uint32_t thread_index, uint64_t fs_base, uint64_
   t_tr.after_syscall = 0;
   if (s.sketch_target) {
     memset(t_tr.sketch, 0, sizeof t_tr.sketch);
-    t_tr.ones = 0;
+    t_tr.ones = t_tr.ones_before = 0;
   }
   t_tr.fs = fs_base;
   t_tr.gs = gs_base;

@@ -39,11 +39,14 @@ namespace whymiss::soft::trace {
 
 struct Config {
   // Instructions per thread and window. A window should touch more distinct lines than the L1
-  // holds, so that the replay can tell a reuse the L1 keeps from one it cannot: 20,000 steps are
-  // ~6,000-8,000 accesses in the loops we measured (bench/README.md).
+  // holds, so that the replay can tell a reuse the L1 keeps from one it cannot (see
+  // target_lines: a window whose footprint keeps growing goes on). 20,000 steps are ~5,000-8,000
+  // accesses in the loops we measured; with stretches of 5,000 steps, a loop nest whose new lines
+  // come in bursts (a column group of a matrix product) still shows growth in every stretch.
   uint32_t steps = 20000;
   // A window that has not yet touched `target_lines` distinct cache lines (of 1 << line_shift
-  // bytes) when its steps run out goes on, 1/4 of `steps` at a time, up to `max_steps`: the
+  // bytes) when its steps run out, and whose last stretch still touched new ones (1/64 of the
+  // target), goes on, 1/4 of `steps` at a time, up to `max_steps`: the
   // replay can only tell a reuse the L1 keeps from one it cannot when the window reaches past
   // the L1's size (a loop nest whose lines come back only after its next outer iteration needs
   // ~100,000 steps). 0 = fixed-length windows. Counted with a 16 Ki-bit linear-counting sketch
