@@ -301,7 +301,17 @@ class Analyzer {
     }
     int aligned = 0;
     for (auto& [off, n] : offsets) aligned = std::max(aligned, n);
-    const bool allocator = f.kind == Kind::Conflict && f.objects.size() >= 2 && aligned >= 2;
+    // A conflict is the allocator's only when several heap objects sit at the same set offset
+    // AND most of their conflict misses were not caused by each object's own lines (a stride
+    // within one object, which staggering the objects cannot fix: pad it instead).
+    uint64_t conflicts = 0, self = 0;
+    for (uint64_t s : serials)
+      if (auto it = by_serial_.find(s); it != by_serial_.end())
+        conflicts += it->second->misses[kConflict], self += it->second->self_conflicts;
+    const bool self_made =
+        f.kind == Kind::Conflict && f.level == 0 && conflicts > 0 && 2 * self >= conflicts;
+    const bool allocator =
+        f.kind == Kind::Conflict && f.objects.size() >= 2 && aligned >= 2 && !self_made;
     f.origin = allocator ? Origin::Allocator : Origin::Application;
     if (f.objects.empty())
       for (uint64_t a : addrs) {  // globals and other non-heap data, named at report time
@@ -325,6 +335,10 @@ class Analyzer {
       f.evidence.push_back(num("heap_objects", double(f.objects.size()),
                                std::to_string(f.objects.size()) + (more_objects ? "+" : "")));
       f.evidence.push_back(num("objects_at_same_set_offset", aligned));
+      if (f.kind == Kind::Conflict && self > 0)
+        f.evidence.push_back(num("self_conflicts", double(self),
+                                 std::to_string(self) + " of the objects' " + std::to_string(conflicts) +
+                                     " L1 conflict misses: evicted by the same object's own lines"));
     }
     f.suggestion = suggestion(f);
     return f;

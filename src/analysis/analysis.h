@@ -5,7 +5,9 @@
 // their misses cost most. Origin follows CachePerf: false sharing is the allocator's when the
 // line holds heap objects allocated by different threads and used by different threads;
 // conflict misses are the allocator's when they land on several heap objects that the
-// allocator placed at the same offset within the cache's set period. Compulsory misses are
+// allocator placed at the same offset within the cache's set period, unless most of them were
+// evicted by the same object's own lines (ObjectRecord::self_conflicts: a stride within one
+// object, which only padding fixes). Compulsory misses are
 // counted but never a finding. Significance filters (CachePerf §3.5) are knobs.
 #pragma once
 #include <cstdint>

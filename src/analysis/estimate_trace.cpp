@@ -42,6 +42,7 @@ struct InsTally {
 struct ObjTally {
   uint64_t miss[kKinds] = {};
   uint64_t threads = 0, sets = 0;
+  uint64_t self_conflicts = 0;  // see ObjectRecord::self_conflicts
 };
 
 struct LineTally {
@@ -147,6 +148,9 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
   };
 
   uint32_t ordinal = 0;
+  std::unordered_map<uint64_t, const ObjectRecord*> object_of;  // serial -> record
+  for (const ObjectRecord& o : p.objects) object_of[o.serial] = &o;
+  const uint32_t l1_ways = p.geometry.levels[0].ways;
   for (auto& [e, wins] : epochs) {
     // Round-robin interleaving of the epoch's windows (one access of each in turn).
     std::vector<uint32_t> order;
@@ -164,6 +168,7 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
     std::vector<bool> first(order.size(), false);  // the line's first access on its core here
     std::map<uint32_t, std::set<uint64_t>> seen;
     std::vector<sim::AccessResult> res(order.size());
+    std::vector<bool> self(order.size(), false);  // an L1 conflict its own object's lines made
     // Instructions that come back in the window to a line they left for another: not a plain
     // sweep, whatever their samples' span (a blocked loop sweeps the whole matrix over time but
     // reuses each line within its block).
@@ -179,7 +184,18 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
         const uint32_t thread = p.traces[a.window].thread;
         res[k] = (*h)->access(core[thread], (a.addr & ((uint64_t(1) << 47) - 1)) | tag,
                               std::clamp<uint32_t>(a.size, 1, 4096), a.flags & kAccessWrite);
-        if (pass == 1) continue;
+        if (pass == 1) {
+          const sim::LineResult& lr = res[k].lines[0];
+          auto it = a.object ? object_of.find(a.object) : object_of.end();
+          if (it != object_of.end() && it->second->size && lr.levels_reached &&
+              lr.level[0] == sim::Outcome::Conflict) {
+            const uint64_t mask = (uint64_t(1) << 47) - 1;
+            const uint64_t lo = ((it->second->start & mask) | tag) / line;
+            const uint64_t hi = (((it->second->start + it->second->size - 1) & mask) | tag) / line + 1;
+            self[k] = (*h)->rivals_within(core[thread], lr.line, lo, hi, l1_ways) >= l1_ways;
+          }
+          continue;
+        }
         first[k] = seen[core[thread]].insert(a.addr / line).second;
         if (span.count(a.ip)) {
           Walk& w = walks[{a.ip, thread}];
@@ -245,6 +261,7 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
             o.miss[k1]++;
             o.threads |= uint64_t(1) << (thread % 64);
             o.sets |= uint64_t(1) << ((addr / line) % l1_sets % 64);
+            if (k1 == int(sim::Outcome::Conflict) && j == 0 && self[k]) o.self_conflicts++;
           }
           if (x.addrs.size() < size_t(kRefs) &&
               std::none_of(x.addrs.begin(), x.addrs.end(), [&](uint64_t b) { return b / line == addr / line; }))
@@ -301,11 +318,13 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
   for (ObjectRecord& o : p.objects) {
     std::fill(std::begin(o.misses), std::end(o.misses), 0);
     o.thread_mask = o.l1_set_mask = 0;
+    o.self_conflicts = 0;
     auto it = objs.find(o.serial);
     if (it == objs.end()) continue;
     for (int kd = 0; kd < kKinds; ++kd) o.misses[kd] = it->second.miss[kd];
     o.thread_mask = it->second.threads;
     o.l1_set_mask = it->second.sets;
+    o.self_conflicts = uint32_t(std::min<uint64_t>(it->second.self_conflicts, UINT32_MAX));
   }
   return Ok{};
 }

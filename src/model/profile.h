@@ -180,7 +180,11 @@ struct ObjectRecord {
   uint64_t thread_mask;     // threads (index mod 64) that missed on it
   uint64_t l1_set_mask;
   uint32_t freed;
-  uint32_t reserved;
+  // Of misses[kind conflict]: those where at least as many other lines of this object as L1 has
+  // ways went through the missed line's set since it was evicted (Hierarchy::rivals_within):
+  // the object's own layout (a stride within it) caused them, not other data. Saturates; 0 in
+  // profiles that did not measure it.
+  uint32_t self_conflicts;
 };
 static_assert(sizeof(ObjectRecord) == 104);
 

@@ -2,6 +2,7 @@
 // per-miss classification documented in sim.h.
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 
@@ -52,6 +53,17 @@ struct CoreState {
   std::vector<std::unique_ptr<FaLru>> shadow;
   Cache* l1 = nullptr;        // priv[0] and shadow[0], without the unique_ptr hops
   FaLru* l1_shadow = nullptr;
+  // The lines L1 evicted, per set: a ring of 2 x ways entries (newest at victims_at[set] - 1),
+  // for rivals_within(). Empty when it would exceed kMaxVictimLogBytes.
+  std::vector<uint64_t> victims;
+  std::vector<uint32_t> victims_at;  // per set: next slot to write (mod depth)
+  uint32_t victim_depth = 0;
+  void log_victim(uint32_t set, uint64_t line) {
+    if (victim_depth == 0) return;
+    uint32_t& at = victims_at[set];
+    victims[size_t(set) * victim_depth + at] = line;
+    at = at + 1 == victim_depth ? 0 : at + 1;
+  }
   LineSet seen;  // lines this core ever accessed
   SpinLock lock;
   // The line of this core's previous access, its L1 slot and the hits taken on it without a
@@ -120,6 +132,14 @@ struct Hierarchy::Impl {
     }
     c->l1 = c->priv[0].get();
     c->l1_shadow = c->shadow[0].get();
+    {
+      const uint64_t sets = geo.levels[0].sets(), depth = 2 * uint64_t(geo.levels[0].ways);
+      if (sets * depth * sizeof(uint64_t) <= kMaxVictimLogBytes) {
+        c->victim_depth = uint32_t(depth);
+        c->victims.assign(sets * depth, Cache::kInvalid);
+        c->victims_at.assign(sets, 0);
+      }
+    }
     c->memo.line_shift = line_shift;
     c->memo.line_bytes = uint32_t(1) << line_shift;
     c->memo.granule_shift = granule_shift;
@@ -182,6 +202,7 @@ struct Hierarchy::Impl {
     uint64_t v = cl.tag(idx);
     Entry e = cl.entry(idx);
     cl.invalidate(idx);
+    if (l == 0) c.log_victim(cl.set_of(v), v);
     if (l + 1 == npriv) {
       // Leaving the core: closer levels must drop it too (private levels are inclusive).
       bool dirty = e.dirty;
@@ -587,6 +608,40 @@ __attribute__((noinline)) bool Hierarchy::Impl::access_general(uint32_t core, ui
     if (ln == last) break;
   }
   return false;
+}
+
+uint32_t Hierarchy::rivals_within(uint32_t core, uint64_t line, uint64_t lo_line,
+                                  uint64_t hi_line, uint32_t enough) {
+  Impl& m = *impl_;
+  if (core >= m.knobs.cores) core %= m.knobs.cores;
+  CoreState& c = m.core(core);
+  if (c.victim_depth == 0 || enough == 0) return 0;
+  Guard cg(c.lock, m.concurrent && !m.knobs.one_thread_per_core);
+  Guard sg(m.shards[line & m.shard_mask].lock, m.concurrent);
+  const Cache& l1 = *c.l1;
+  const uint32_t set = l1.set_of(line), ways = l1.ways(), depth = c.victim_depth;
+  // At most ways + depth candidates; distinct ones are counted by sorting them.
+  uint64_t found[3 * 16 * 4];
+  uint64_t* buf = found;
+  std::vector<uint64_t> big;
+  if (size_t(ways) + depth > sizeof found / sizeof found[0]) {
+    big.resize(size_t(ways) + depth);
+    buf = big.data();
+  }
+  size_t n = 0;
+  auto consider = [&](uint64_t v) {
+    if (v != Cache::kInvalid && v != line && v >= lo_line && v < hi_line) buf[n++] = v;
+  };
+  for (uint32_t w = 0; w < ways; ++w) consider(l1.tag(size_t(set) * ways + w));
+  const uint64_t* ring = &c.victims[size_t(set) * depth];
+  for (uint32_t k = 1; k <= depth; ++k) {  // newest first, back to `line`'s own eviction
+    const uint32_t at = (c.victims_at[set] + depth - k) % depth;
+    if (ring[at] == line) break;
+    consider(ring[at]);
+  }
+  std::sort(buf, buf + n);
+  const size_t distinct = size_t(std::unique(buf, buf + n) - buf);
+  return uint32_t(std::min<size_t>(distinct, enough));
 }
 
 void Hierarchy::set_concurrent(bool on) {

@@ -212,6 +212,21 @@ class Hierarchy {
   // when a caller may use it.
   HitMemo* hit_memo(uint32_t core);
 
+  // Evidence for who caused a conflict miss at L1, asked right after access() reported one on
+  // `line` for `core`: how many distinct lines in [lo_line, hi_line) other than `line` went
+  // through `line`'s L1 set since `line` was last evicted from it, i.e. the set's present lines
+  // and those it evicted after `line`, as far back as its victim log reaches (2 x ways evictions;
+  // 0 when the log is off, see kMaxVictimLogBytes). Every such line was accessed after `line`
+  // last was (so under LRU, once they number the ways, they alone would have evicted `line`):
+  // with [lo_line, hi_line) the lines of one object, that says whether the object's own layout
+  // caused the miss (a stride within it) or other data mapping to the same set did. Counting
+  // stops at `enough`. Takes the same locks as access().
+  uint32_t rivals_within(uint32_t core, uint64_t line, uint64_t lo_line, uint64_t hi_line,
+                         uint32_t enough);
+  // The victim log (L1 lines evicted, per set) costs 16 x ways bytes a set and core; above this
+  // many bytes a core it is not kept and rivals_within() answers 0.
+  static constexpr uint64_t kMaxVictimLogBytes = uint64_t(4) << 20;
+
   Counters counters() const;  // sum over shards; consistent when no access is in flight
   const CacheGeometry& geometry() const;
   const Knobs& knobs() const;

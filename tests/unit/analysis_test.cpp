@@ -145,6 +145,33 @@ TEST(Analysis, ConflictOverAlignedHeapObjectsBlamesTheAllocator) {
   EXPECT_EQ(analyze(p).findings[0].origin, Origin::Application);
 }
 
+TEST(Analysis, AlignedObjectsThatEachConflictWithThemselvesAreTheApplications) {
+  // Two matrices at the same set offset, each walked by column with a power-of-two row stride:
+  // their conflict misses were evicted by each object's own lines, so staggering them would not
+  // help; padding the rows would.
+  uint64_t m[kKinds] = {0, 64, 0, 6000, 0, 0};
+  Profile p = base(40000, m);
+  InstructionRecord r = instr(0x400200, 40000, 0, kConf, 6000);
+  for (uint64_t s = 1; s <= 2; ++s) {
+    r.objects[s - 1] = s;
+    ObjectRecord o = object(s, 0x7f0000000010 + s * 0x41000, 128 * 1024, 0, 1);
+    o.misses[kConf] = 3000;
+    o.self_conflicts = 2900;
+    p.objects.push_back(o);
+  }
+  r.object_count = 2;
+  p.instructions.push_back(r);
+  Analysis a = analyze(p);
+  ASSERT_EQ(a.findings.size(), 1u);
+  EXPECT_EQ(a.findings[0].origin, Origin::Application);
+  EXPECT_NE(a.findings[0].suggestion.find("pad"), std::string::npos) << a.findings[0].suggestion;
+  // The same objects whose conflicts came from each other: the allocator's, "stagger".
+  for (ObjectRecord& o : p.objects) o.self_conflicts = 100;
+  a = analyze(p);
+  EXPECT_EQ(a.findings[0].origin, Origin::Allocator);
+  EXPECT_NE(a.findings[0].suggestion.find("stagger"), std::string::npos) << a.findings[0].suggestion;
+}
+
 TEST(Analysis, UnrolledLoopOverAlignedObjectsIsOneAllocatorConflict) {
   // A compiler unrolled `for k: sum += a[k][i]`: one instruction per object, all in set 0.
   uint64_t m[kKinds] = {0, 64, 0, 8000, 0, 0};

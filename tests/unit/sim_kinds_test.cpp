@@ -46,6 +46,45 @@ TEST(SimKinds, ThirteenLinesInOneTwelveWaySetAreConflictMisses) {
 
 // #19 item 15: set counts that are not powers of two (a 300 MiB 20-way L3 has 245,760 sets) are
 // indexed by line modulo the count: lines 3 sets apart share a set, neighbours do not.
+// rivals_within: which lines made a conflict miss. One object whose own 13 lines (4 KiB apart)
+// cycle through a 12-way set evicts itself; 13 objects of one line each in the same set evict
+// each other, and none of them has a rival of its own.
+TEST(SimKinds, ConflictRivalsTellAnObjectsOwnStrideFromOtherObjects) {
+  auto h = make(zen_like());
+  const uint64_t base = 0x100000, line = 64, ways = 12;
+  sim::AccessResult r;
+  for (int round = 0; round < 3; ++round)
+    for (uint64_t i = 0; i < 13; ++i) h->access(0, base + i * 4096, 8, false, r);
+  // The last access (line 12) was a conflict miss; the object is all 13 lines.
+  ASSERT_EQ(r.lines[0].level[0], Outcome::Conflict);
+  const uint64_t l12 = (base + 12 * 4096) / line;
+  const uint64_t lo = base / line, hi = (base + 13 * 4096) / line;
+  EXPECT_EQ(h->rivals_within(0, l12, lo, hi, ways), ways);   // its own lines: self-made
+  EXPECT_EQ(h->rivals_within(0, l12, lo, hi, 100), 12u);     // all 12 others went through
+  // Seen as 13 separate one-line objects, line 12's object has no rival lines of its own.
+  EXPECT_EQ(h->rivals_within(0, l12, l12, l12 + 1, ways), 0u);
+  // Lines of other sets never count (lo + 1 .. lo + 63 map to sets 1..63).
+  EXPECT_EQ(h->rivals_within(0, l12, lo + 1, lo + 64, ways), 0u);
+}
+
+// Only lines that went through the set after the missed line's own eviction count: older
+// victims were accessed before it and cannot have evicted it.
+TEST(SimKinds, ConflictRivalsStopAtTheMissedLinesOwnEviction) {
+  auto h = make(zen_like());
+  const uint64_t line = 64, set0 = 0x100000, old_obj = 0x400000, b = 0x800000;
+  sim::AccessResult r;
+  // 13 lines of `old_obj` fill set 0 and evict one of their own, then line A (set 0) and 12 lines
+  // of object B push every old line out and A with them; A comes back: a conflict.
+  for (uint64_t i = 0; i < 13; ++i) h->access(0, old_obj + i * 4096, 8, false, r);
+  h->access(0, set0, 8, false, r);
+  for (uint64_t i = 0; i < 12; ++i) h->access(0, b + i * 4096, 8, false, r);
+  h->access(0, set0, 8, false, r);
+  ASSERT_EQ(r.lines[0].level[0], Outcome::Conflict);
+  const uint64_t a = set0 / line;
+  EXPECT_EQ(h->rivals_within(0, a, b / line, (b + 12 * 4096) / line, 100), 12u);
+  EXPECT_EQ(h->rivals_within(0, a, old_obj / line, (old_obj + 13 * 4096) / line, 100), 0u);
+}
+
 TEST(SimKinds, NonPowerOfTwoSetCountsIndexModuloTheCount) {
   const CacheGeometry g = geo({{"L1", 3 * 2 * 64, 2, 64}, {"L2", 6 * 4 * 64, 4, 64}});
   ASSERT_TRUE(validate(g).ok()) << validate(g).error();

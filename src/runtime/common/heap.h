@@ -40,6 +40,7 @@ struct HeapObject {
   uint64_t misses[profile::kKinds];
   uint64_t thread_mask;
   uint64_t l1_set_mask;
+  uint64_t self_conflicts;  // see profile::ObjectRecord::self_conflicts
 };
 
 // Calls fn(HeapObject&) for the live heap object containing `addr`, holding that object's

@@ -595,6 +595,8 @@ void copy_out(const HeapSlot& s, profile::ObjectRecord* r) noexcept {
   }
   r->thread_mask = __atomic_load_n(&o.thread_mask, __ATOMIC_RELAXED);
   r->l1_set_mask = __atomic_load_n(&o.l1_set_mask, __ATOMIC_RELAXED);
+  const uint64_t self = __atomic_load_n(&o.self_conflicts, __ATOMIC_RELAXED);
+  r->self_conflicts = self > UINT32_MAX ? UINT32_MAX : uint32_t(self);
 }
 
 // Calls f(record) with a consistent copy of every record that is live or retired; stops when f

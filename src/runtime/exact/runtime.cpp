@@ -351,6 +351,8 @@ struct ObjectHit {
   uint64_t set_bit;
   uint64_t serial;
   HeapObject* obj;  // set by count_object_miss
+  uint32_t core;    // the simulated core and line of the miss (for a conflict's rivals)
+  uint64_t line;
 };
 
 void count_object_miss(HeapObject& o, void* arg) {
@@ -358,6 +360,13 @@ void count_object_miss(HeapObject& o, void* arg) {
   o.misses[h->kind]++;
   o.thread_mask |= uint64_t(1) << (h->thread % 64);
   o.l1_set_mask |= h->set_bit;
+  if (h->kind == int(Outcome::Conflict)) {
+    // Did the object's own lines evict this one (a stride within it) or other data? The
+    // analysis tells the application's conflicts from the allocator's by this count.
+    const uint32_t ways = g.sim->geometry().levels[0].ways;
+    const uint64_t lo = o.start >> g.line_shift, hi = ((o.start + o.size - 1) >> g.line_shift) + 1;
+    if (o.size != 0 && g.sim->rivals_within(h->core, h->line, lo, hi, ways) >= ways) o.self_conflicts++;
+  }
   h->serial = o.serial;
   h->obj = &o;
 }
@@ -449,7 +458,7 @@ __attribute__((noinline)) void record_misses(ThreadState* t, InstructionRecord* 
     if (s) s->l1_set_mask |= set_bit;
     if (o == Outcome::Compulsory) continue;
     if (s) add_ref(s->sample_addrs, piece);
-    ObjectHit hit{int(o), t->index, set_bit, 0, nullptr};
+    ObjectHit hit{int(o), t->index, set_bit, 0, nullptr, t->core, lr.line};
     if (count_miss_in_object(t, piece, &hit)) note_object(s, hit.serial);
     if (o == Outcome::TrueSharing || o == Outcome::FalseSharing) record_sharing(t, ip, lr, o, write);
   }
