@@ -52,6 +52,7 @@ class Analyzer {
   Analyzer(const profile::Profile& p, const Knobs& k) : p_(p), k_(k) {
     for (const auto& o : p.objects) by_serial_[o.serial] = &o;
     for (const auto& ir : p.instructions) by_ip_[ir.ip] = &ir;
+    for (const auto& st : p.steps) steps_of_[st.ip] = &st;
     nlevels_ = p.geometry.levels.size();
     line_ = p.geometry.line();
     for (size_t l = 0; l < nlevels_; ++l) {
@@ -340,8 +341,60 @@ class Analyzer {
                                  std::to_string(self) + " of the objects' " + std::to_string(conflicts) +
                                      " L1 conflict misses: evicted by the same object's own lines"));
     }
+    if (f.kind == Kind::Capacity) pattern_of(members, &f);
     f.suggestion = suggestion(f);
     return f;
+  }
+
+  // How the finding's instructions walk memory, from the steps between their consecutive misses
+  // (StepRecord): the kind that makes at least half of them, if any.
+  template <typename CandT>
+  void pattern_of(const std::vector<const CandT*>& members, Finding* f) const {
+    uint64_t steps[profile::kStepKinds] = {}, checked = 0, total = 0;
+    int64_t stride = 0;
+    uint64_t stride_steps = 0;
+    for (const CandT* c : members) {
+      auto it = steps_of_.find(c->ir->ip);
+      if (it == steps_of_.end()) continue;
+      const profile::StepRecord& r = *it->second;
+      for (int k = 0; k < profile::kStepKinds; ++k) steps[k] += r.steps[k], total += r.steps[k];
+      checked += r.pointer_checked;
+      if (r.steps[profile::kStepStride] > stride_steps) stride = r.stride, stride_steps = r.steps[profile::kStepStride];
+    }
+    if (total < 16) return;  // too few steps to tell
+    int best = 0;
+    for (int k = 1; k < profile::kStepKinds; ++k)
+      if (steps[k] > steps[best]) best = k;
+    // Pointers and irregular steps together are data-dependent access; pointers decide when the
+    // check ran on most of those steps and most of the checked ones followed a pointer.
+    const uint64_t scattered = steps[profile::kStepPointer] + steps[profile::kStepIrregular];
+    Pattern pat = Pattern::Unknown;
+    if (steps[best] * 2 >= total && best == profile::kStepNext) pat = Pattern::Sweep;
+    else if (steps[best] * 2 >= total && best == profile::kStepStride) pat = Pattern::Strided;
+    else if (scattered * 2 >= total)
+      pat = checked * 2 < scattered ? Pattern::Scattered
+            : steps[profile::kStepPointer] * 2 >= checked ? Pattern::PointerChase
+                                                         : Pattern::Random;
+    if (pat == Pattern::Unknown) return;
+    f->pattern = pat;
+    f->stride = pat == Pattern::Strided ? stride : 0;
+    auto pct = [&](uint64_t n) { return std::to_string(int(100.0 * double(n) / double(total) + 0.5)) + "%"; };
+    std::string text;
+    switch (pat) {
+      case Pattern::Sweep: text = "sequential sweep: " + pct(steps[profile::kStepNext]) + " of consecutive misses a line or two apart"; break;
+      case Pattern::Strided:
+        text = "strided walk: " + pct(steps[profile::kStepStride]) + " of consecutive misses " +
+               std::to_string(stride) + " bytes apart";
+        break;
+      case Pattern::PointerChase:
+        text = "pointer chasing: " + pct(steps[profile::kStepPointer]) +
+               " of consecutive misses land where a value in the previously missed line points";
+        break;
+      case Pattern::Random: text = "random access: " + pct(steps[profile::kStepIrregular]) + " of consecutive misses at irregular distances, not following pointers"; break;
+      case Pattern::Scattered: text = "scattered access: " + pct(scattered) + " of consecutive misses at irregular distances (random indexing or pointer chasing: not checked)"; break;
+      case Pattern::Unknown: break;
+    }
+    f->evidence.push_back(num("access_pattern", double(total), text + " (" + std::to_string(total) + " steps)"));
   }
 
   std::string suggestion(const Finding& f) const {
@@ -364,9 +417,36 @@ class Analyzer {
                      "an allocator that does not align them alike"
                    : "the accesses stride through few sets (a power-of-two stride): pad the rows "
                      "(e.g. one extra line per row) or interchange the loops";
-      case Kind::Capacity:
-        return "the data touched between reuses exceeds " + p_.geometry.levels[f.level].name +
+      case Kind::Capacity: {
+        const std::string level = p_.geometry.levels[f.level].name;
+        switch (f.pattern) {
+          case Pattern::Sweep:
+            return "the loop sweeps the data in order and comes back to it only after more than " +
+                   level + " holds: tile the loops so each cache-sized block gets all its passes "
+                   "before the next, or fuse the passes into one";
+          case Pattern::Strided:
+            return "the loop walks memory with a stride of " + std::to_string(f.stride) +
+                   " bytes (e.g. down a column of a row-major array) and uses little of each line "
+                   "before it leaves " + level + ": interchange the loops so the inner one walks "
+                   "contiguous memory, or block the walk so each line is used up while cached";
+          case Pattern::PointerChase:
+            return "the loop follows pointers to nodes scattered over more memory than " + level +
+                   " holds: allocate the nodes contiguously in traversal order (a pool, or an array "
+                   "with indices), make them smaller, or prefetch the next node early";
+          case Pattern::Random:
+            return "the loop reads data-dependent places (hashing or random indexing) in more "
+                   "memory than " + level + " holds: shrink the entries (compact keys, smaller "
+                   "records), partition the work so each part's data fits (e.g. radix-partition by "
+                   "key), or batch the lookups and prefetch them";
+          case Pattern::Scattered:
+            return "the loop reads scattered places (random indexing or pointer chasing) in more "
+                   "memory than " + level + " holds: shrink the data or make it contiguous in the "
+                   "order it is used, partition the work so each part fits, or prefetch ahead";
+          case Pattern::Unknown: break;
+        }
+        return "the data touched between reuses exceeds " + level +
                ": tile or block the loops so each block fits, or fuse passes over the data";
+      }
     }
     return "";
   }
@@ -375,6 +455,7 @@ class Analyzer {
   const Knobs& k_;
   std::unordered_map<uint64_t, const ObjectRecord*> by_serial_;
   std::unordered_map<uint64_t, const InstructionRecord*> by_ip_;
+  std::unordered_map<uint64_t, const profile::StepRecord*> steps_of_;
   size_t nlevels_ = 0;
   uint32_t line_ = 64;
   uint64_t level_misses_[profile::kLevels] = {};
@@ -382,6 +463,18 @@ class Analyzer {
 };
 
 }  // namespace
+
+const char* pattern_name(Pattern p) {
+  switch (p) {
+    case Pattern::Unknown: return "unknown";
+    case Pattern::Sweep: return "sweep";
+    case Pattern::Strided: return "strided";
+    case Pattern::PointerChase: return "pointer_chase";
+    case Pattern::Random: return "random";
+    case Pattern::Scattered: return "scattered";
+  }
+  return "?";
+}
 
 const char* kind_name(Kind k) {
   switch (k) {

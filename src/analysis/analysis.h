@@ -32,6 +32,10 @@ struct Knobs {
 };
 
 enum class Kind { FalseSharing, TrueSharing, Conflict, Capacity };
+// How a capacity finding's instructions walk memory (from profile::StepRecord), which decides
+// the fix it suggests. Unknown without enough evidence (older profiles, soft mode's samples).
+enum class Pattern { Unknown, Sweep, Strided, PointerChase, Random, Scattered };
+const char* pattern_name(Pattern p);  // "unknown", "sweep", "strided", "pointer_chase", ...
 enum class Origin { Application, Allocator };
 const char* kind_name(Kind k);      // "false_sharing", ...
 const char* origin_name(Origin o);  // "application", "allocator"
@@ -77,6 +81,8 @@ struct Finding {
   uint64_t line_addr = 0;                // sharing findings: the (first) line's address
   uint32_t lines = 0;                    // sharing findings: lines merged into this finding
   std::vector<Evidence> evidence;
+  Pattern pattern = Pattern::Unknown;  // capacity findings
+  int64_t stride = 0;                  // Pattern::Strided: bytes between consecutive misses
   std::string suggestion;    // one line
 };
 

@@ -196,6 +196,7 @@ int with_sections(const Profile& p, Fn fn) {
       {Section::Notes, sizeof(NoteRecord), notes.size(), notes.data()},
       {Section::Traces, sizeof(TraceRecord), p.traces.size(), p.traces.data()},
       {Section::TraceAccesses, sizeof(TraceAccessRecord), p.trace_accesses.size(), p.trace_accesses.data()},
+      {Section::MissSteps, sizeof(StepRecord), p.steps.size(), p.steps.data()},
   };
   return fn(s, uint32_t(sizeof s / sizeof s[0]));
 }
@@ -298,6 +299,7 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
       case Section::Notes: ok = take(data, s, &note_recs); break;
       case Section::Traces: ok = take(data, s, &p.traces); break;
       case Section::TraceAccesses: ok = take(data, s, &p.trace_accesses); break;
+      case Section::MissSteps: ok = take(data, s, &p.steps); break;
       default: break;  // unknown sections of the same version are skipped
     }
     if (!ok) return bad("section " + std::to_string(i) + " has records of an unexpected size");

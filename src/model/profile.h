@@ -61,6 +61,9 @@ enum class Section : uint32_t {
   // Soft mode's full-trace windows (TraceRecord, TraceAccessRecord). Readers of older builds
   // skip them.
   Traces, TraceAccesses,
+  // How each instruction's consecutive L1 misses step through memory (StepRecord). Readers of
+  // older builds skip it.
+  MissSteps,
 };
 
 struct FileHeader {
@@ -154,6 +157,25 @@ struct InstructionRecord {
   uint64_t sample_addrs[kRefs];  // addresses of some of its misses (to name globals)
 };
 static_assert(sizeof(InstructionRecord) == 296);
+
+// How one instruction's L1 misses move through memory: each miss after the first, in one
+// thread, is counted by its step from that thread's previous miss at the same instruction. The
+// analysis tells a sweep, a column walk, pointer chasing and random access apart by these.
+enum StepKind : int {
+  kStepNext = 0,    // to the same line's neighbourhood: at most two lines away (a sweep)
+  kStepStride,      // farther, by the same distance as the step before (a column walk)
+  kStepPointer,     // to within 4 KiB past a value stored in the line the thread missed on
+                    // last (exact mode, single-threaded simulation only: following a pointer)
+  kStepIrregular,   // anything else (hashing, random indexing, or unchecked pointers)
+  kStepKinds
+};
+struct StepRecord {
+  uint64_t ip;
+  uint64_t steps[kStepKinds];
+  uint64_t pointer_checked;  // steps that were checked for kStepPointer
+  int64_t stride;            // bytes of the latest kStepStride step (line granularity)
+};
+static_assert(sizeof(StepRecord) == 56);
 
 // A cache line that suffered coherence misses, with the evidence for true vs false sharing.
 struct LineRecord {
@@ -305,6 +327,7 @@ struct Profile {
   std::vector<CaptureRecord> captures;
   std::vector<TraceRecord> traces;
   std::vector<TraceAccessRecord> trace_accesses;
+  std::vector<StepRecord> steps;
   struct Note { uint32_t severity; std::string text; };
   std::vector<Note> notes;
 };

@@ -226,6 +226,10 @@ void write_json(std::ostream& out, const profile::Profile& p, const analysis::An
     w.field("level", p.geometry.levels[size_t(f.level)].name).field("misses", f.misses);
     w.field("share", f.share, 4).field("how", how(p));
     w.field("cost_cycles", f.cost, 0).field("cost_how", "modelled");
+    if (f.kind == analysis::Kind::Capacity) {
+      w.field("pattern", analysis::pattern_name(f.pattern));
+      if (f.pattern == analysis::Pattern::Strided) w.field("stride_bytes", f.stride);
+    }
     if (sampled::is_sampled(p)) sampled::json_support(w, p, f);
     w.key("instructions").begin_array();
     for (size_t j = 0; j < f.instructions.size() && j < o.max_instructions; ++j) {

@@ -6,7 +6,8 @@ the diagnosis. Exit 0 when the verdict holds, 1 with a reason otherwise.
   check_run.py WHYMISS PROGRAM --absent KIND ORIGIN   # no finding of KIND/ORIGIN
   check_run.py WHYMISS PROGRAM --none                 # no finding at all
   check_run.py WHYMISS PROGRAM --profile-only [--signal N] [--same-output NATIVE]
-Options: --mode exact|soft|auto (auto: --expect-mode says which mode the report must name),
+Options: --expect-pattern P and --expect-suggestion TEXT (with --expect) check the top finding's
+access pattern and fix; --mode exact|soft|auto (auto: --expect-mode says which mode the report must name),
 --args ARG... passed to the program (and to the --same-output program).
 """
 import argparse
@@ -33,6 +34,8 @@ def main():
     ap.add_argument("--expect-mode")
     ap.add_argument("--args", nargs="*", default=[])
     ap.add_argument("--expect-note", help="text that one of the report's notes must contain")
+    ap.add_argument("--expect-pattern", help="with --expect: the top finding's access pattern")
+    ap.add_argument("--expect-suggestion", help="with --expect: text its suggestion must contain")
     ap.add_argument("--complete", action="store_true",
                     help="exact mode: no access may be dropped (every one simulated)")
     ap.add_argument("--repeat", type=int, default=1,
@@ -86,6 +89,12 @@ def main():
                     return fail(f"the top finding names no instruction or object: {top}")
                 if not any(i.get("line", 0) > 0 for i in top["instructions"]):
                     return fail(f"no instruction of the top finding has a source line: {top['instructions']}")
+                if a.expect_pattern and top.get("pattern") != a.expect_pattern:
+                    return fail(f"expected pattern {a.expect_pattern!r}, got {top.get('pattern')!r}: "
+                                f"{top.get('evidence')}")
+                if a.expect_suggestion and a.expect_suggestion not in top.get("suggestion", ""):
+                    return fail(f"the suggestion does not mention {a.expect_suggestion!r}: "
+                                f"{top.get('suggestion')!r}")
             if a.absent and tuple(a.absent) in verdicts:
                 return fail(f"expected no {tuple(a.absent)} finding, got {verdicts}")
             if a.none and findings:

@@ -97,6 +97,55 @@ void IpTable::release() noexcept {
   n_ = rcap_ = cap_ = 0;
 }
 
+StepTable::Entry* StepTable::get(uint64_t ip) noexcept {
+  if (cap_) {
+    for (uint32_t i = hash32(ip, cap_);; i = (i + 1) & (cap_ - 1)) {
+      const uint32_t k = slots_[i];
+      if (!k) break;
+      if (recs_[k - 1].rec.ip == ip) return &recs_[k - 1];
+    }
+  }
+  if (n_ == rcap_ &&
+      !grow_pair(slots_, cap_, recs_, n_, rcap_, [](const Entry& e) { return e.rec.ip; })) {
+    ++dropped_;
+    return nullptr;
+  }
+  Entry* e = &recs_[n_];
+  std::memset(e, 0, sizeof *e);
+  e->rec.ip = ip;
+  uint32_t j = hash32(ip, cap_);
+  while (slots_[j]) j = (j + 1) & (cap_ - 1);
+  slots_[j] = ++n_;
+  return e;
+}
+
+void StepTable::merge_from(const StepTable& o) noexcept {
+  for (uint32_t i = 0; i < o.n_; ++i) {
+    const profile::StepRecord& s = o.recs_[i].rec;
+    Entry* d = get(s.ip);
+    if (!d) {
+      dropped_ += o.n_ - i;
+      return;
+    }
+    for (int k = 0; k < profile::kStepKinds; ++k) d->rec.steps[k] += s.steps[k];
+    d->rec.pointer_checked += s.pointer_checked;
+    if (s.stride) d->rec.stride = s.stride;
+  }
+  dropped_ += o.dropped_;
+}
+
+void StepTable::export_to(profile::StepRecord* out) const noexcept {
+  for (uint32_t i = 0; i < n_; ++i) out[i] = recs_[i].rec;
+}
+
+void StepTable::release() noexcept {
+  if (recs_) private_free(recs_);
+  if (slots_) private_free(slots_);
+  recs_ = nullptr;
+  slots_ = nullptr;
+  n_ = rcap_ = cap_ = 0;
+}
+
 profile::LineRecord* LineTable::find_or_insert(Stripe& s, uint64_t line, bool* fresh) noexcept {
   if (s.cap) {
     for (uint32_t i = hash32(line, s.cap);; i = (i + 1) & (s.cap - 1)) {

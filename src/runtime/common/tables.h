@@ -69,6 +69,33 @@ class IpTable {
   uint64_t dropped_ = 0;
 };
 
+// How each instruction's L1 misses step through memory (profile::StepRecord), with the state
+// that classifies the next step. Only misses reach it. Not thread-safe, like IpTable.
+class StepTable {
+ public:
+  struct Entry {
+    profile::StepRecord rec;
+    uint64_t last_line;  // this instruction's previous miss in the owning thread; 0 = none yet
+    int64_t last_delta;  // its step, in lines
+  };
+  // The entry for `ip`, created zeroed on first use; nullptr when memory ran out.
+  Entry* get(uint64_t ip) noexcept;
+  // Adds o's counts (the latest stride wins); the per-thread state is not merged.
+  void merge_from(const StepTable& o) noexcept;
+  size_t size() const noexcept { return n_; }
+  // Copies the records into out (room for size()).
+  void export_to(profile::StepRecord* out) const noexcept;
+  uint64_t dropped() const noexcept { return dropped_; }
+  void release() noexcept;
+
+ private:
+  uint32_t* slots_ = nullptr;  // 1-based index into recs_, 0 = empty
+  uint32_t cap_ = 0;
+  Entry* recs_ = nullptr;
+  uint32_t n_ = 0, rcap_ = 0;
+  uint64_t dropped_ = 0;
+};
+
 // Adds `v` to the small list `list` of capacity profile::kRefs (zero = empty slot) unless
 // present; returns false when the list is full and v is new.
 inline bool add_ref(uint64_t* list, uint64_t v) noexcept {

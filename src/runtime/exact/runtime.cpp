@@ -87,6 +87,11 @@ struct ThreadState {
   uint64_t accesses = 0;
   uint64_t misses[profile::kLevels] = {};
   IpTable ips;
+  StepTable steps;  // how each instruction's misses step through memory
+  // The 64 bytes around this thread's last two L1 misses, as they were just before the access
+  // (for StepKind kStepPointer); copied only where the access has not happened yet.
+  uint64_t missed_words[2][8] = {};
+  uint32_t missed_next = 0;
   // Order between threads (relay.h): the last position this thread made its lane wait for, per
   // lane id % kDepCache (a spin on a flag nobody wrote since pushes no more markers), and what a
   // joiner of this thread waits for (its position when it exited; 0 = nothing).
@@ -114,6 +119,7 @@ struct Global {
   std::atomic<uint32_t> core_owner[kMaxCores] = {};  // thread index that last attached to a core
   SpinLock merged_lock;
   IpTable merged;  // tables of exited threads
+  StepTable merged_steps;
   LineTable lines;
   std::atomic<uint64_t> dropped_accesses{0};
   bool membarrier_ok = false;
@@ -342,7 +348,9 @@ void thread_exit(void* p) {
   Inside in;
   LockGuard lock(g.merged_lock);
   g.merged.merge_from(t->ips);
+  g.merged_steps.merge_from(t->steps);
   t->ips.release();
+  t->steps.release();
 }
 
 struct ObjectHit {
@@ -438,6 +446,53 @@ void record_sharing(ThreadState* t, uint64_t ip, const sim::LineResult& lr, Outc
   });
 }
 
+// True on the relay's thread: the accesses it simulates happened long ago (their memory may
+// have changed or gone), so it never reads the program's memory.
+constinit thread_local bool t_relay_thread = false;
+
+// Whether `addr` lies within 4 KiB past a value stored in the 64 bytes around one of the
+// thread's last two misses (a pointer the program loaded there).
+bool points_into(const ThreadState* t, uint64_t addr) {
+  for (const auto& words : t->missed_words)
+    for (uint64_t w : words)
+      if (w != 0 && addr >= w && addr - w < 4096) return true;
+  return false;
+}
+
+// Counts the step of this miss of `ip` from the thread's previous miss there (StepRecord).
+void note_step(ThreadState* t, uint64_t ip, uint64_t line, uint64_t addr) {
+  const bool live = !t_relay_thread;  // the access has not happened yet: its line is readable
+  if (StepTable::Entry* e = t->steps.get(ip)) {
+    if (e->last_line != 0) {
+      const int64_t d = int64_t(line - e->last_line);
+      int kind;
+      if (d >= -2 && d <= 2) {
+        kind = profile::kStepNext;
+      } else if (d == e->last_delta) {
+        kind = profile::kStepStride;
+        e->rec.stride = d * (int64_t(1) << g.line_shift);
+      } else if (live) {
+        e->rec.pointer_checked++;
+        kind = points_into(t, addr) ? profile::kStepPointer : profile::kStepIrregular;
+      } else {
+        kind = profile::kStepIrregular;
+      }
+      e->rec.steps[kind]++;
+      e->last_delta = d;
+    }
+    e->last_line = line;
+  }
+}
+
+// Keeps the 64 bytes around `addr`, a miss in a live heap object, for points_into(). Only where
+// the access has not happened yet: then the object's page is mapped (the 64-byte block never
+// leaves it), and its bytes are what the program is about to read.
+void keep_missed_words(ThreadState* t, uint64_t addr) {
+  if (t_relay_thread) return;
+  std::memcpy(t->missed_words[t->missed_next], reinterpret_cast<const void*>(addr & ~uint64_t(63)), 64);
+  t->missed_next ^= 1;
+}
+
 // The misses of one access: per-level counts, heap objects, sharing evidence. Out of line so
 // that record()'s hit path stays small.
 __attribute__((noinline)) void record_misses(ThreadState* t, InstructionRecord* s, uint64_t ip,
@@ -454,12 +509,16 @@ __attribute__((noinline)) void record_misses(ThreadState* t, InstructionRecord* 
     }
     const Outcome o = lr.level[0];
     const uint64_t piece = k == 0 ? addr : lr.line << g.line_shift;
+    if (k == 0) note_step(t, ip, lr.line, addr);
     const uint64_t set_bit = uint64_t(1) << ((lr.line % g.l1_sets) & 63);  // (any set count)
     if (s) s->l1_set_mask |= set_bit;
     if (o == Outcome::Compulsory) continue;
     if (s) add_ref(s->sample_addrs, piece);
     ObjectHit hit{int(o), t->index, set_bit, 0, nullptr, t->core, lr.line};
-    if (count_miss_in_object(t, piece, &hit)) note_object(s, hit.serial);
+    if (count_miss_in_object(t, piece, &hit)) {
+      note_object(s, hit.serial);
+      if (k == 0) keep_missed_words(t, addr);
+    }
     if (o == Outcome::TrueSharing || o == Outcome::FalseSharing) record_sharing(t, ip, lr, o, write);
   }
 }
@@ -573,6 +632,7 @@ __attribute__((noinline)) void access_rest(uintptr_t ip, uintptr_t addr, uint32_
 
 void relay_simulate(void* owner, const AccessRecord& r) {
   auto* t = static_cast<ThreadState*>(owner);
+  t_relay_thread = true;  // (only the relay's thread runs this)
   const bool hit = record(t, r.ip ? r.ip - 1 : 0, r.addr, r.size, r.write != 0);
   const uint64_t line = r.addr >> g.line_shift;
   relay::Lane& l = t->lane;
@@ -585,7 +645,9 @@ void relay_retire(void* owner) {
   auto* t = static_cast<ThreadState*>(owner);
   LockGuard lock(g.merged_lock);
   g.merged.merge_from(t->ips);
+  g.merged_steps.merge_from(t->steps);
   t->ips.release();
+  t->steps.release();
 }
 
 // Starts the relay and moves the calling thread (the only one recording) onto a ring. Called
@@ -677,6 +739,7 @@ void finish(int term_signal) {
       // Stuck mid-access: its table is unsafe.
       if (t != t_state && (stuck ? stuck[i] != 0 : t->busy.load() != 0)) continue;
       g.merged.merge_from(t->ips);
+      g.merged_steps.merge_from(t->steps);
       if (threads) {
         profile::ThreadRecord& tr = threads[nthr++];
         tr = {};
@@ -735,7 +798,9 @@ void finish(int term_signal) {
   meta.end_ns = now_ns();
   meta.accesses = c.accesses;
   meta.dropped_accesses = g.dropped_accesses.load();
-  meta.dropped_records = g.merged.dropped() + g.lines.dropped() + dropped_objects();
+  meta.dropped_records = g.merged.dropped() + g.lines.dropped() + dropped_objects() + g.merged_steps.dropped();
+  auto* steps = alloc_array<profile::StepRecord>(g.merged_steps.size());
+  if (steps) g.merged_steps.export_to(steps);
   meta.threads_seen = nthreads;
   meta.folded = nthreads > g.cores;
   profile::SectionData s[] = {
@@ -749,6 +814,7 @@ void finish(int term_signal) {
       {profile::Section::Lines, sizeof(LineRecord), nlines, lines},
       {profile::Section::Objects, sizeof(profile::ObjectRecord), nobj, objects},
       {profile::Section::Sites, sizeof(profile::SiteRecord), nsites, sites},
+      {profile::Section::MissSteps, sizeof(profile::StepRecord), steps ? g.merged_steps.size() : 0, steps},
   };
   note_profile_written(profile::write_profile_sections(g.output, s, sizeof s / sizeof s[0]));
   g.written.store(true, std::memory_order_release);
