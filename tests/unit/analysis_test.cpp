@@ -194,6 +194,44 @@ TEST(Analysis, UnrolledLoopOverAlignedObjectsIsOneAllocatorConflict) {
   EXPECT_EQ(analyze(p).findings.size(), 4u);
 }
 
+// Each way of walking memory gets its own fix; without step evidence, the generic one.
+TEST(Analysis, CapacityFixFollowsTheAccessPattern) {
+  uint64_t m[kKinds] = {0, 64, 5000, 0, 0, 0};
+  struct Case {
+    uint64_t next, stride, pointer, irregular, checked;
+    Pattern want;
+    const char* words;
+  } cases[] = {
+      {900, 50, 0, 50, 50, Pattern::Sweep, "tile the loops"},
+      {10, 950, 0, 40, 40, Pattern::Strided, "interchange the loops"},
+      {10, 0, 900, 90, 990, Pattern::PointerChase, "traversal order"},
+      {10, 0, 20, 970, 990, Pattern::Random, "partition"},
+      {10, 0, 0, 990, 0, Pattern::Scattered, "pointer chasing"},
+  };
+  for (const Case& c : cases) {
+    Profile p = base(40000, m);
+    p.instructions.push_back(instr(0x400200, 40000, 0, kCap, 5000));
+    StepRecord st{};
+    st.ip = 0x400200;
+    st.steps[kStepNext] = c.next;
+    st.steps[kStepStride] = c.stride;
+    st.steps[kStepPointer] = c.pointer;
+    st.steps[kStepIrregular] = c.irregular;
+    st.pointer_checked = c.checked;
+    st.stride = 2112;
+    p.steps.push_back(st);
+    Analysis a = analyze(p);
+    ASSERT_EQ(a.findings.size(), 1u);
+    EXPECT_EQ(a.findings[0].pattern, c.want) << c.words;
+    EXPECT_NE(a.findings[0].suggestion.find(c.words), std::string::npos) << a.findings[0].suggestion;
+    if (c.want == Pattern::Strided) EXPECT_NE(a.findings[0].suggestion.find("2112 bytes"), std::string::npos);
+    p.steps.clear();
+    a = analyze(p);
+    EXPECT_EQ(a.findings[0].pattern, Pattern::Unknown);
+    EXPECT_NE(a.findings[0].suggestion.find("tile or block"), std::string::npos);
+  }
+}
+
 TEST(Analysis, CapacityIsReportedWhereItCostsMost) {
   uint64_t m[kKinds] = {0, 100, 20000, 0, 0, 0};
   Profile p = base(160000, m);
