@@ -401,19 +401,28 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
   for (const auto& sl : lines) shown += sl.misses[0][0] > 0;
   if (shown) {
     out << "\nSource lines by " << p.geometry.levels[0].name << " misses [" << how(p) << "]:\n";
-    std::snprintf(b, sizeof b, "%14s %12s %12s  %s\n", exact || analysis::uses_traces(p) ? "accesses" : "samples",
-                  p.geometry.levels[0].name.c_str(), p.geometry.levels.back().name.c_str(), "line");
+    // One column per level: with three levels, L2 is as telling as L1 and L3.
+    const size_t nlevels = p.geometry.levels.size();
+    std::snprintf(b, sizeof b, "%14s", exact || analysis::uses_traces(p) ? "accesses" : "samples");
     out << b;
+    for (size_t l = 0; l < nlevels; ++l) {
+      std::snprintf(b, sizeof b, " %12s", p.geometry.levels[l].name.c_str());
+      out << b;
+    }
+    out << "  line\n";
     for (size_t i = 0; i < lines.size() && i < o.max_text_lines && lines[i].misses[0][0]; ++i) {
       const SourceLine& sl = lines[i];
       const uint64_t acc = sl.accesses[0] + sl.accesses[1];
-      const uint64_t last = sl.misses[p.geometry.levels.size() - 1][0];
-      // Sampled profiles: miss ratios of the line's samples, rounded.
-      std::snprintf(b, sizeof b, "%14s %12s %12s  ", thousands(acc).c_str(),
-                    exact ? thousands(sl.misses[0][0]).c_str()
-                          : sampled::approx_pct(acc ? double(sl.misses[0][0]) / double(acc) : 0).c_str(),
-                    exact ? thousands(last).c_str() : sampled::approx_pct(acc ? double(last) / double(acc) : 0).c_str());
-      out << b << where(sl.loc) << "\n";
+      std::snprintf(b, sizeof b, "%14s", thousands(acc).c_str());
+      out << b;
+      for (size_t l = 0; l < nlevels; ++l) {
+        // Sampled profiles: miss ratios of the line's samples, rounded.
+        const uint64_t m = sl.misses[l][0];
+        std::snprintf(b, sizeof b, " %12s",
+                      exact ? thousands(m).c_str() : sampled::approx_pct(acc ? double(m) / double(acc) : 0).c_str());
+        out << b;
+      }
+      out << "  " << where(sl.loc) << "\n";
     }
   }
   for (const auto& s : a.notes) out << "\nnote: " << s << "\n";

@@ -1,0 +1,88 @@
+// The exact-mode report on synthetic profiles, named by a namer that knows inline chains: what
+// each section shows of the counts it is given (issue #18 item 7).
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "analysis/analysis.h"
+#include "report/report.h"
+
+namespace whymiss::report {
+namespace {
+
+using namespace profile;
+constexpr int kCompulsory = 1, kCap = 2, kConf = 3;
+
+// Addresses below 0x1000 are one-line helpers inlined into sum() at c.c:120; the rest are
+// sum()'s own code at line (ip & 0xff).
+class InlineNamer : public Namer {
+ public:
+  CodeLoc code(uint64_t ip) override { return chain(ip).front(); }
+  std::vector<CodeLoc> chain(uint64_t ip) {
+    if (ip < 0x1000) return {{"read64", "/src/mem.h", 5}, {"sum", "/src/c.c", 120}};
+    return {{"sum", "/src/c.c", uint32_t(ip & 0xff)}};
+  }
+  std::optional<DataName> global(uint64_t) override { return std::nullopt; }
+  CodeLoc site(const SiteRecord&) override { return {"make", "/src/c.c", 7}; }
+};
+
+Profile three_levels() {
+  Profile p;
+  p.meta.mode = uint32_t(Mode::Exact);
+  p.meta.exited = 1;
+  p.geometry.levels = {{"L1", 48 * 1024, 12, 64}, {"L2", 1 << 20, 16, 64}, {"L3", 32u << 20, 16, 64}};
+  p.counters.resize(3);
+  return p;
+}
+
+InstructionRecord instr(uint64_t ip, uint64_t accesses) {
+  InstructionRecord r{};
+  r.ip = ip;
+  r.accesses[0] = accesses;
+  return r;
+}
+
+std::string render(const Profile& p, Format f) {
+  analysis::Analysis a = analysis::analyze(p);
+  InlineNamer n;
+  Options o;
+  o.format = f;
+  std::ostringstream out;
+  write_report(out, p, a, n, o);
+  return out.str();
+}
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Item 7: with three levels the text "Source lines" table shows each level's misses, L2 too.
+TEST(Report, SourceLinesShowEveryLevel) {
+  Profile p = three_levels();
+  InstructionRecord r = instr(0x401042, 100000);
+  r.misses[0][kCap] = 50000;
+  r.misses[1][kCap] = 31337;
+  r.misses[2][kCompulsory] = 777;
+  p.instructions.push_back(r);
+  p.counters[0].by_kind[0][0] = 50000;
+  p.counters[0].by_kind[kCap][0] = 50000;
+  const std::string text = render(p, Format::Text);
+  const size_t table = text.find("Source lines by L1 misses");
+  ASSERT_NE(table, std::string::npos) << text;
+  std::istringstream rows(text.substr(table));
+  std::string title, header, row;
+  std::getline(rows, title);
+  std::getline(rows, header);
+  std::getline(rows, row);
+  EXPECT_NE(header.find(" L1 "), std::string::npos) << header;
+  EXPECT_NE(header.find(" L2 "), std::string::npos) << header;
+  EXPECT_NE(header.find(" L3 "), std::string::npos) << header;
+  EXPECT_NE(row.find("50,000"), std::string::npos) << row;
+  EXPECT_NE(row.find("31,337"), std::string::npos) << row;
+  EXPECT_NE(row.find("777"), std::string::npos) << row;
+}
+
+}  // namespace
+}  // namespace whymiss::report
