@@ -106,14 +106,22 @@ void json_collector_notes(JsonWriter& w, const profile::Profile& p) {
   w.end_array();
 }
 
-// What the report says of one object of a finding.
+// What the report says of one object of a finding. Objects it would name alike (a buffer freed
+// and allocated again at the same address, by the same code and thread) are shown once, with the
+// misses of all of them.
 struct ObjectView {
   std::string name;  // global name, or "" for heap objects
   bool heap = false;
+  uint32_t site_index = profile::kNoSite;
   CodeLoc site;
   uint64_t start = 0, size = 0;
   uint32_t alloc_thread = 0;
   std::vector<uint32_t> threads;
+  uint32_t allocations = 1;  // heap: objects merged into this one
+  // The object's L1 misses of the finding's kind (sharing findings: true and false sharing);
+  // absent when the profile does not count them (data outside the heap of a capacity or
+  // conflict finding).
+  std::optional<uint64_t> l1_misses;
 };
 
 ObjectView view(const analysis::ObjectRef& r, const profile::Profile& p, Namer& n) {
@@ -123,6 +131,7 @@ ObjectView view(const analysis::ObjectRef& r, const profile::Profile& p, Namer& 
   v.size = r.size;
   v.alloc_thread = r.alloc_thread;
   v.threads = r.threads;
+  v.site_index = r.site;
   if (r.heap) {
     if (r.site < p.sites.size()) v.site = n.site(p.sites[r.site]);
     else v.site = {"??", "", 0};
@@ -134,6 +143,64 @@ ObjectView view(const analysis::ObjectRef& r, const profile::Profile& p, Namer& 
     v.name = "(data at " + hex(r.sample_addr) + ", not a heap object or named global)";
   }
   return v;
+}
+
+// The kinds of L1 miss that make up a finding of kind k, as profile kind indices.
+std::vector<int> finding_kinds(analysis::Kind k) {
+  switch (k) {
+    case analysis::Kind::FalseSharing:
+    case analysis::Kind::TrueSharing: return {4, 5};
+    case analysis::Kind::Conflict: return {3};
+    case analysis::Kind::Capacity: return {2};
+  }
+  return {};
+}
+
+const char* finding_kind_words(analysis::Kind k) {
+  switch (k) {
+    case analysis::Kind::FalseSharing:
+    case analysis::Kind::TrueSharing: return "sharing";
+    case analysis::Kind::Conflict: return "conflict";
+    case analysis::Kind::Capacity: return "capacity";
+  }
+  return "";
+}
+
+// The finding's objects, each once, most missed first.
+std::vector<ObjectView> object_views(const Finding& f, const profile::Profile& p, Namer& n) {
+  std::map<uint64_t, const profile::ObjectRecord*> records;
+  for (const auto& o : p.objects) records[o.serial] = &o;
+  const std::vector<int> kinds = finding_kinds(f.kind);
+  std::vector<ObjectView> views;
+  for (const auto& r : f.objects) {
+    ObjectView v = view(r, p, n);
+    if (r.heap) {
+      if (auto it = records.find(r.serial); it != records.end()) {
+        uint64_t m = 0;
+        for (int k : kinds) m += it->second->misses[k];
+        v.l1_misses = m;
+      }
+    } else if (r.misses) {
+      v.l1_misses = r.misses;  // sharing on data outside the heap: the finding's misses
+    }
+    auto same = std::find_if(views.begin(), views.end(), [&](const ObjectView& w) {
+      return w.heap == v.heap && w.name == v.name && w.start == v.start && w.size == v.size &&
+             w.site_index == v.site_index && w.alloc_thread == v.alloc_thread;
+    });
+    if (same == views.end()) {
+      views.push_back(std::move(v));
+      continue;
+    }
+    same->allocations += v.allocations;
+    if (v.l1_misses) same->l1_misses = same->l1_misses.value_or(0) + *v.l1_misses;
+    for (uint32_t t : v.threads)
+      if (std::find(same->threads.begin(), same->threads.end(), t) == same->threads.end()) same->threads.push_back(t);
+    std::sort(same->threads.begin(), same->threads.end());
+  }
+  std::stable_sort(views.begin(), views.end(), [](const ObjectView& a, const ObjectView& b) {
+    return a.l1_misses.value_or(0) > b.l1_misses.value_or(0);
+  });
+  return views;
 }
 
 std::string where(const CodeLoc& c) {
@@ -235,19 +302,23 @@ void write_json(std::ostream& out, const profile::Profile& p, const analysis::An
     }
     w.end_array();
     w.key("objects").begin_array();
-    for (size_t j = 0; j < f.objects.size() && j < o.max_objects; ++j) {
-      ObjectView v = view(f.objects[j], p, n);
+    const std::vector<ObjectView> objects = object_views(f, p, n);
+    for (size_t j = 0; j < objects.size() && j < o.max_objects; ++j) {
+      const ObjectView& v = objects[j];
       w.begin_object();
       if (v.heap) {
         w.key("alloc_site").begin_object();
         json_loc(w, v.site);
         w.end_object().field("address", hex(v.start)).field("alloc_thread", v.alloc_thread);
+        w.field("allocations", v.allocations);
       } else {
         w.field("name", v.name).field("address", hex(v.start));
       }
       w.field("size", v.size).key("threads").begin_array();
       for (uint32_t t : v.threads) w.value(t);
-      w.end_array().end_object();
+      w.end_array();
+      if (v.l1_misses) w.field("l1_misses", *v.l1_misses); else w.key("l1_misses").null();
+      w.end_object();
     }
     w.end_array();
     w.key("evidence").begin_object();
@@ -359,12 +430,16 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
                     : sampled::approx_pct(f.misses ? double(ins.misses) / double(f.misses) : 0) +
                           " of the finding's misses]\n");
     }
-    for (size_t j = 0; j < f.objects.size() && j < o.max_objects; ++j) {
-      ObjectView v = view(f.objects[j], p, n);
+    const std::vector<ObjectView> objects = object_views(f, p, n);
+    uint64_t object_misses = 0;
+    for (const ObjectView& v : objects) object_misses += v.l1_misses.value_or(0);
+    for (size_t j = 0; j < objects.size() && j < o.max_objects; ++j) {
+      const ObjectView& v = objects[j];
       out << "   data: ";
       if (v.heap) {
-        out << "heap object of " << v.size << " bytes at " << hex(v.start) << ", allocated by thread "
-            << v.alloc_thread << " at " << where(v.site);
+        out << "heap object of " << v.size << " bytes at " << hex(v.start) << ", allocated "
+            << (v.allocations > 1 ? std::to_string(v.allocations) + " times " : std::string())
+            << "by thread " << v.alloc_thread << " at " << where(v.site);
       } else {
         out << printable(v.name);
         if (v.size) out << " (" << v.size << " bytes)";
@@ -373,6 +448,11 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
         out << ", missed by threads";
         for (uint32_t t : v.threads) out << " " << t;
       }
+      // Sampled profiles: the object's share of the listed objects' misses, rounded.
+      const std::string what = p.geometry.levels[0].name + " " + finding_kind_words(f.kind) + " misses";
+      if (v.l1_misses && exact) out << "  [" << thousands(*v.l1_misses) << " " << what << "]";
+      else if (v.l1_misses && object_misses)
+        out << "  [" << sampled::approx_pct(double(*v.l1_misses) / double(object_misses)) << " of the data's " << what << "]";
       out << "\n";
     }
     if (!f.line_threads.empty()) {

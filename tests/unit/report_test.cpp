@@ -84,5 +84,49 @@ TEST(Report, SourceLinesShowEveryLevel) {
   EXPECT_NE(row.find("777"), std::string::npos) << row;
 }
 
+// Item 7: a finding lists each object once, with its own misses; objects the report would name
+// alike (one buffer allocated again at the same address) are one entry with their misses summed.
+TEST(Report, EachObjectOnceWithItsOwnMisses) {
+  Profile p = three_levels();
+  InstructionRecord r = instr(0x401042, 40000);
+  r.misses[0][kConf] = 5000;
+  r.l1_set_mask = 1;
+  const uint64_t reused = 0x7f0000010010, other = 0x7f0000051010;  // same L1 set offset
+  const uint64_t misses[4] = {1000, 1200, 1400, 1400};
+  for (uint64_t s = 1; s <= 4; ++s) {
+    ObjectRecord o{};
+    o.serial = s;
+    o.start = s < 4 ? reused : other;  // three allocations at one address, then another object
+    o.size = 256 * 1024;
+    o.site = 0;
+    o.thread_mask = 1;
+    o.misses[kConf] = misses[s - 1];
+    o.misses[kCap] = 99;  // another kind: not the finding's
+    p.objects.push_back(o);
+    r.objects[s - 1] = s;
+  }
+  r.object_count = 4;
+  p.instructions.push_back(r);
+  p.sites.push_back(SiteRecord{{0x401000}, 1, 0});
+  p.counters[0].by_kind[0][0] = 35000;
+  p.counters[0].by_kind[kConf][0] = 5000;
+
+  const std::string text = render(p, Format::Text);
+  EXPECT_EQ(count(text, "heap object of 262144 bytes at 0x7f0000010010,"), 1u) << text;
+  EXPECT_EQ(count(text, "heap object of 262144 bytes at 0x7f0000051010,"), 1u) << text;
+  EXPECT_NE(text.find("at 0x7f0000010010, allocated 3 times by thread 0 at make  c.c:7, missed by threads 0  "
+                      "[3,600 L1 conflict misses]"), std::string::npos) << text;
+  EXPECT_NE(text.find("at 0x7f0000051010, allocated by thread 0 at make  c.c:7, missed by threads 0  "
+                      "[1,400 L1 conflict misses]"), std::string::npos) << text;
+  // Most missed first.
+  EXPECT_LT(text.find("0x7f0000010010,"), text.find("0x7f0000051010,"));
+
+  const std::string json = render(p, Format::Json);
+  EXPECT_EQ(count(json, "\"alloc_site\""), 2u) << json;
+  EXPECT_NE(json.find("\"allocations\": 3"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"l1_misses\": 3600"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"l1_misses\": 1400"), std::string::npos) << json;
+}
+
 }  // namespace
 }  // namespace whymiss::report
