@@ -208,27 +208,54 @@ std::string where(const CodeLoc& c) {
   return printable(c.function) + "  " + printable(basename(c.file)) + ":" + std::to_string(c.line);
 }
 
+// An instruction's place in the source, as cachegrind gives it: the line of the out-of-line
+// function whose code it is (chain.back()), followed by the functions inlined there, outermost
+// first: "caller  c.c:120 via read64 (mem.h:5)".
+std::string where(const std::vector<CodeLoc>& chain) {
+  std::string s = where(chain.back());
+  for (size_t i = chain.size() - 1; i-- > 0;) {
+    const CodeLoc& c = chain[i];
+    s += " via " + printable(c.function);
+    if (!c.file.empty()) s += " (" + printable(basename(c.file)) + ":" + std::to_string(c.line) + ")";
+  }
+  return s;
+}
+
 // Per source line: accesses and misses by level, summed over its instructions (like
-// cg_annotate's per-line view). Sorted by L1 misses, most first.
+// cg_annotate's per-line view), keyed by the out-of-line function's line. Sorted by L1 misses,
+// most first.
 struct SourceLine {
-  CodeLoc loc;
+  std::vector<CodeLoc> chain;  // of the line's instructions with the most L1 misses
+  uint64_t chain_misses = 0;   // their L1 misses (to pick the chain)
   uint64_t accesses[2] = {};
   uint64_t misses[profile::kLevels][2] = {};  // [level][0 all non-hit, 1 non-compulsory]
 };
 
 std::vector<SourceLine> source_lines(const profile::Profile& p, Namer& n) {
   std::map<std::pair<std::string, uint32_t>, SourceLine> by_line;
+  // Several instructions of one line share an inline chain: sum their misses per chain.
+  std::map<std::pair<std::string, uint32_t>, std::map<std::string, std::pair<std::vector<CodeLoc>, uint64_t>>> chains;
   for (const auto& ir : p.instructions) {
-    CodeLoc c = n.code(ir.ip);
-    SourceLine& sl = by_line[{c.file.empty() ? c.function : c.file, c.line}];
-    sl.loc = c;
+    std::vector<CodeLoc> chain = n.chain(ir.ip);
+    const CodeLoc& c = chain.back();
+    const std::pair<std::string, uint32_t> key{c.file.empty() ? c.function : c.file, c.line};
+    SourceLine& sl = by_line[key];
     sl.accesses[0] += ir.accesses[0];
     sl.accesses[1] += ir.accesses[1];
+    uint64_t l1 = 0;
     for (int l = 0; l < profile::kLevels; ++l)
       for (int k = 1; k < profile::kKinds; ++k) {
         sl.misses[l][0] += ir.misses[l][k];
         if (k != 1) sl.misses[l][1] += ir.misses[l][k];
+        if (l == 0) l1 += ir.misses[l][k];
       }
+    auto& entry = chains[key][where(chain)];
+    if (entry.first.empty()) entry.first = std::move(chain);
+    entry.second += l1;
+    if (sl.chain.empty() || entry.second > sl.chain_misses) {
+      sl.chain = entry.first;
+      sl.chain_misses = entry.second;
+    }
   }
   std::vector<SourceLine> v;
   for (auto& [key, sl] : by_line) v.push_back(sl);
@@ -240,6 +267,18 @@ std::vector<SourceLine> source_lines(const profile::Profile& p, Namer& n) {
 
 void json_loc(JsonWriter& w, const CodeLoc& c) {
   w.field("function", c.function).field("file", c.file).field("line", c.line);
+}
+
+// The out-of-line function's line, and the whole inline chain as "frames", innermost first.
+void json_chain(JsonWriter& w, const std::vector<CodeLoc>& chain) {
+  json_loc(w, chain.back());
+  w.key("frames").begin_array();
+  for (const CodeLoc& c : chain) {
+    w.begin_object();
+    json_loc(w, c);
+    w.end_object();
+  }
+  w.end_array();
 }
 
 void write_json(std::ostream& out, const profile::Profile& p, const analysis::Analysis& a,
@@ -297,7 +336,7 @@ void write_json(std::ostream& out, const profile::Profile& p, const analysis::An
     w.key("instructions").begin_array();
     for (size_t j = 0; j < f.instructions.size() && j < o.max_instructions; ++j) {
       w.begin_object().field("ip", hex(f.instructions[j].ip));
-      json_loc(w, n.code(f.instructions[j].ip));
+      json_chain(w, n.chain(f.instructions[j].ip));
       w.field("misses", f.instructions[j].misses).end_object();
     }
     w.end_array();
@@ -346,7 +385,7 @@ void write_json(std::ostream& out, const profile::Profile& p, const analysis::An
   for (size_t i = 0; i < lines.size() && i < o.max_source_lines; ++i) {
     const SourceLine& sl = lines[i];
     w.begin_object();
-    json_loc(w, sl.loc);
+    json_chain(w, sl.chain);
     w.field("reads", sl.accesses[0]).field("writes", sl.accesses[1]);
     w.key("misses").begin_object();
     for (size_t l = 0; l < p.geometry.levels.size(); ++l) w.field(p.geometry.levels[l].name, sl.misses[l][0]);
@@ -425,7 +464,7 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
       out << sampled::text_finding_head(p, f) << "\n   support: " << sampled::text_support(p, f) << "\n";
     for (size_t j = 0; j < f.instructions.size() && j < o.max_instructions; ++j) {
       const auto& ins = f.instructions[j];
-      out << "   code: " << where(n.code(ins.ip)) << "  [" << hex(ins.ip) << ", "
+      out << "   code: " << where(n.chain(ins.ip)) << "  [" << hex(ins.ip) << ", "
           << (exact ? thousands(ins.misses) + " misses]\n"
                     : sampled::approx_pct(f.misses ? double(ins.misses) / double(f.misses) : 0) +
                           " of the finding's misses]\n");
@@ -502,7 +541,7 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
                       exact ? thousands(m).c_str() : sampled::approx_pct(acc ? double(m) / double(acc) : 0).c_str());
         out << b;
       }
-      out << "  " << where(sl.loc) << "\n";
+      out << "  " << where(sl.chain) << "\n";
     }
   }
   for (const auto& s : a.notes) out << "\nnote: " << s << "\n";

@@ -1,5 +1,5 @@
 // The exact-mode report on synthetic profiles, named by a namer that knows inline chains: what
-// each section shows of the counts it is given (issue #18 item 7).
+// each section shows of the counts it is given (issue #18 items 5 and 7).
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -18,7 +18,7 @@ constexpr int kCompulsory = 1, kCap = 2, kConf = 3;
 class InlineNamer : public Namer {
  public:
   CodeLoc code(uint64_t ip) override { return chain(ip).front(); }
-  std::vector<CodeLoc> chain(uint64_t ip) {
+  std::vector<CodeLoc> chain(uint64_t ip) override {
     if (ip < 0x1000) return {{"read64", "/src/mem.h", 5}, {"sum", "/src/c.c", 120}};
     return {{"sum", "/src/c.c", uint32_t(ip & 0xff)}};
   }
@@ -126,6 +126,43 @@ TEST(Report, EachObjectOnceWithItsOwnMisses) {
   EXPECT_NE(json.find("\"allocations\": 3"), std::string::npos) << json;
   EXPECT_NE(json.find("\"l1_misses\": 3600"), std::string::npos) << json;
   EXPECT_NE(json.find("\"l1_misses\": 1400"), std::string::npos) << json;
+}
+
+// Item 5: misses of an inlined helper count at the line of the function it was inlined into,
+// as cachegrind counts them, and the helper stays visible beside that line.
+TEST(Report, InlinedHelperCountsAtItsCallersLine) {
+  Profile p = three_levels();
+  InstructionRecord helper = instr(0x842, 80000);  // inlined read64 at c.c:120
+  helper.misses[0][kCap] = 20000;
+  InstructionRecord own = instr(0x401078, 80000);  // sum()'s own code at c.c:120 (0x78)
+  own.misses[0][kCap] = 5000;
+  InstructionRecord elsewhere = instr(0x401005, 1000);  // c.c:5: not mem.h:5
+  elsewhere.misses[0][kCap] = 10;
+  p.instructions = {helper, own, elsewhere};
+  p.counters[0].by_kind[0][0] = 136000;
+  p.counters[0].by_kind[kCap][0] = 25010;
+
+  const std::string text = render(p, Format::Text);
+  const size_t table = text.find("Source lines by L1 misses");
+  ASSERT_NE(table, std::string::npos) << text;
+  const std::string lines = text.substr(table);
+  // One row for c.c:120 with both instructions' misses, the helper named beside it.
+  EXPECT_NE(lines.find("160,000       25,000            0            0  sum  c.c:120 via read64 (mem.h:5)\n"),
+            std::string::npos) << lines;
+  EXPECT_EQ(lines.find("read64  mem.h:5"), std::string::npos) << "a row of its own for the helper: " << lines;
+  EXPECT_EQ(count(lines, "c.c:120"), 1u) << lines;
+  EXPECT_NE(text.find("   code: sum  c.c:120 via read64 (mem.h:5)  [0x842, 20,000 misses]"), std::string::npos)
+      << text;
+
+  const std::string json = render(p, Format::Json);
+  const size_t sl = json.find("\"source_lines\"");
+  ASSERT_NE(sl, std::string::npos);
+  const std::string row = json.substr(sl, json.find('}', json.find("\"misses\"", sl)) - sl);
+  EXPECT_NE(row.find("\"function\": \"sum\",\n      \"file\": \"/src/c.c\",\n      \"line\": 120"), std::string::npos)
+      << row;
+  const size_t frames = row.find("\"frames\"");
+  ASSERT_NE(frames, std::string::npos) << row;
+  EXPECT_LT(row.find("\"read64\"", frames), row.find("\"sum\"", frames)) << "innermost first: " << row;
 }
 
 }  // namespace
