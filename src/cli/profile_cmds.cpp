@@ -337,10 +337,16 @@ std::string why_no_profile(const RawDir& dir, int status, const std::string& mod
                "a program not built with whymiss, or could not write in '" + where + "')";
 }
 
+// The status `time` and valgrind give for a program that ended with wait status `status`: its
+// exit code, or 128 + the signal that killed it.
+int program_status(int status) {
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
 // Runs the program with the runtime configured, waits, and turns its raw profile into the final
-// one (with how the program ended), which goes to c.output and to *out. Returns the exit status
-// for whymiss.
-int record(const RecordConfig& c, std::ostream& err, profile::Profile* out) {
+// one (with how the program ended), which goes to c.output and to *out. Returns whymiss's own
+// exit status (0, or 2 when it failed); the program's wait status goes to *program.
+int record(const RecordConfig& c, std::ostream& err, profile::Profile* out, int* program) {
   auto prog = find_program(c.program[0]);
   if (!prog) return fail(err, prog.error());
   auto elf = inspect_elf(*prog);
@@ -417,6 +423,7 @@ int record(const RecordConfig& c, std::ostream& err, profile::Profile* out) {
   if (WIFSIGNALED(status))
     err << "whymiss: the program " << describe_status(status) << "; its profile up to then is in " << c.output << "\n";
   *out = std::move(*p);
+  *program = status;
   return 0;
 }
 
@@ -492,7 +499,9 @@ int record_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   auto c = parse_record(argc, argv, false);
   if (!c) return fail(err, c.error());
   profile::Profile p;
-  return record(*c, err, &p);
+  int status = 0;
+  if (int rcode = record(*c, err, &p, &status); rcode != 0) return rcode;
+  return program_status(status);
 }
 
 int report_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
@@ -521,9 +530,11 @@ int run_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   ReportConfig rc;
   if (auto st = parse_report_opts(*a, &rc); !st) return fail(err, st.error());
   profile::Profile p;
-  if (int rcode = record(*c, err, &p); rcode != 0) return rcode;
+  int status = 0;
+  if (int rcode = record(*c, err, &p, &status); rcode != 0) return rcode;
   // The program owns stdout; the report goes to stderr or --output.
-  return report(rc, p, c->output, err, err);
+  if (int rcode = report(rc, p, c->output, err, err); rcode != 0) return rcode;
+  return program_status(status);
 }
 
 void record_usage(std::ostream& out) {
@@ -534,16 +545,21 @@ void record_usage(std::ostream& out) {
          "only if it is a whymiss profile, or with --force). Modes: exact simulates every\n"
          "access of a program built with whymiss-cc/whymiss-c++; soft samples an unmodified dynamically\n"
          "linked program (task-clock samples + software breakpoints); pmu uses PEBS/IBS where the\n"
-         "machine has them; auto (default) picks exact for whymiss-cc builds, else pmu, else soft.\n";
+         "machine has them; auto (default) picks exact for whymiss-cc builds, else pmu, else soft.\n"
+         "Exit status: the program's (128 + the signal's number if a signal killed it), as with\n"
+         "time or valgrind; 2 when whymiss itself failed (bad options, no profile, a failed write).\n";
 }
 void report_usage(std::ostream& out) {
   out << "usage: whymiss report [-i PROFILE] [--format text|json] [--output FILE] [--force]\n"
          "Explains the cache misses recorded in PROFILE (default whymiss.data; - for standard\n"
-         "input). --output does not replace a profile or a program unless --force is given.\n";
+         "input). --output does not replace a profile or a program unless --force is given.\n"
+         "Exit status: 0, or 2 when the report could not be made or written.\n";
 }
 void run_usage(std::ostream& out) {
   out << "usage: whymiss run [record options] [--format text|json] [--output FILE] -- program [args]\n"
-         "Records and reports in one step; the report goes to FILE, else to stderr.\n";
+         "Records and reports in one step; the report goes to FILE, else to stderr.\n"
+         "Exit status: the program's (128 + the signal's number if a signal killed it), as with\n"
+         "time or valgrind; 2 when whymiss itself failed (bad options, no profile, a failed write).\n";
 }
 
 }  // namespace whymiss::cli

@@ -132,7 +132,8 @@ TEST(Record, TerminatingSignalsReachTheProgramAndTheProfileIsKept) {
     ASSERT_NE(ready.find("ready"), std::string::npos);
     const pid_t program = pid_t(std::atol(ready.c_str() + 6));
     ASSERT_EQ(kill(w.pid, sig), 0);
-    EXPECT_EQ(wait_status(w.pid), 0) << strsignal(sig) << ": " << slurp(w.err_path);
+    // whymiss exits as the program did: killed by the signal (128 + its number).
+    EXPECT_EQ(wait_status(w.pid), 128 + sig) << strsignal(sig) << ": " << slurp(w.err_path);
     // A whymiss that died of the signal left the program waiting: end it (an exited one holds
     // the pipe no more).
     if (!reaches_eof(w.out)) kill(program, SIGKILL);
@@ -196,6 +197,30 @@ TEST(Record, MissingProfileNamesTheCause) {
   EXPECT_EQ(run({"record", "-o", dir.file("p.data"), "--", WHYMISS_TRUST_PROG, "setuid"}, dir.path, &err), 2);
   EXPECT_NE(err.find("(Permission denied); did the program drop its privileges?"), std::string::npos) << err;
   EXPECT_TRUE(dir.entries().empty());
+}
+
+}  // namespace
+
+namespace {
+
+// Issue #18 item 7: `record` and `run` exit as the program did (its status, 128 + the signal
+// that killed it), as `time` and valgrind do; whymiss's own failures keep status 2.
+TEST(Record, ExitStatusIsTheProgramsOwn) {
+  for (const char* cmd : {"record", "run"}) {
+    SCOPED_TRACE(cmd);
+    TempDir dir;
+    std::string err;
+    EXPECT_EQ(run({cmd, "-o", dir.file("p.data"), "--", WHYMISS_TRUST_PROG, "exit", "3"}, dir.path, &err), 3) << err;
+    EXPECT_TRUE(whymiss::profile::read_profile(dir.file("p.data")).ok());
+    EXPECT_EQ(run({cmd, "-o", dir.file("p.data"), "--", WHYMISS_TRUST_PROG, "segv"}, dir.path, &err), 128 + SIGSEGV)
+        << err;
+    auto p = whymiss::profile::read_profile(dir.file("p.data"));
+    ASSERT_TRUE(p) << p.error();
+    EXPECT_EQ(p->meta.term_signal, SIGSEGV);
+    EXPECT_EQ(run({cmd, "-o", dir.file("p.data"), "--", WHYMISS_TRUST_PROG, "exit", "0"}, dir.path, &err), 0) << err;
+    // whymiss's own failure: a program that leaves no profile.
+    EXPECT_EQ(run({cmd, "-o", dir.file("p.data"), "--", WHYMISS_TRUST_PROG, "exec", "/bin/true"}, dir.path, &err), 2);
+  }
 }
 
 }  // namespace
