@@ -27,6 +27,12 @@ SymbolNamer::SymbolNamer(const profile::Profile& p) : sym_(symbols::Symbolizer::
 
 report::CodeLoc SymbolNamer::code(uint64_t ip) { return to_loc(sym_->resolve(ip).front()); }
 
+std::vector<report::CodeLoc> SymbolNamer::chain(uint64_t ip) {
+  std::vector<report::CodeLoc> v;
+  for (const auto& f : sym_->resolve(ip)) v.push_back(to_loc(f));
+  return v;
+}
+
 std::optional<report::DataName> SymbolNamer::global(uint64_t addr) {
   const symbols::GlobalVar* g = sym_->global_at(addr);
   if (!g) return std::nullopt;

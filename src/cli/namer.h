@@ -15,6 +15,7 @@ class SymbolNamer : public report::Namer {
   // Modules that cannot be read are noted in warnings(); their addresses print as "??".
   explicit SymbolNamer(const profile::Profile& p);
   report::CodeLoc code(uint64_t ip) override;
+  std::vector<report::CodeLoc> chain(uint64_t ip) override;
   std::optional<report::DataName> global(uint64_t addr) override;
   report::CodeLoc site(const profile::SiteRecord& s) override;
   const std::vector<std::string>& warnings() const { return warnings_; }

@@ -69,6 +69,9 @@ void split_command(int argc, char** argv, const std::vector<OptionSpec>& specs,
 struct RecordConfig {
   std::string mode = "auto";  // as asked; record() resolves auto
   std::string output = "whymiss.data";
+  // `record` always writes the profile; `run` only when -o names a file. Otherwise the raw
+  // profile lives in a private temporary directory and is gone when whymiss exits.
+  bool keep_profile = true;
   bool force = false;            // --force: -o may replace a file that is not a profile
   std::vector<std::string> env;  // NAME=value for the runtime
   std::vector<std::string> program;
@@ -149,6 +152,7 @@ Result<RecordConfig> parse_record(int argc, char** argv, bool with_report_opts) 
     }
   }
   if (const auto* o = a->get("output-profile")) c.output = *o;
+  else if (with_report_opts) c.keep_profile = false;
   c.force = a->has("force");
   if (c.program.empty()) return make_error("no program given; usage: whymiss record [options] -- program [args]");
   return c;
@@ -265,16 +269,24 @@ class SignalRelay {
 };
 
 // The directory the runtime writes its raw profile in: created before the program starts, in the
-// output's directory (so a directory whymiss cannot write in is refused up front), private to
+// output's directory (so a directory whymiss cannot write in is refused up front; a `run` that
+// keeps no profile uses $TMPDIR or /tmp instead, and nothing outlives it), private to
 // whymiss (mode 0700, a random name: nobody else can put a file or a link where the runtime
 // writes, and two runs never share a raw file), given by absolute path (so a program that
 // changes directory still writes there), and removed with everything in it on every way out.
 class RawDir {
  public:
-  static Result<std::unique_ptr<RawDir>> create(const std::string& output) {
+  // In the directory of `output`, or, when there is no output to keep, in $TMPDIR (else /tmp).
+  static Result<std::unique_ptr<RawDir>> create(const std::string* output) {
     std::error_code ec;
-    std::filesystem::path dir = std::filesystem::absolute(output, ec).parent_path();
-    if (ec) return make_error("cannot resolve the output path '" + output + "': " + ec.message());
+    std::filesystem::path dir;
+    if (output) {
+      dir = std::filesystem::absolute(*output, ec).parent_path();
+      if (ec) return make_error("cannot resolve the output path '" + *output + "': " + ec.message());
+    } else {
+      const char* t = std::getenv("TMPDIR");
+      dir = t && *t == '/' ? t : "/tmp";
+    }
     std::string tmpl = (dir / ".whymiss-rec.XXXXXX").string();
     std::vector<char> buf(tmpl.begin(), tmpl.end());
     buf.push_back('\0');
@@ -293,6 +305,8 @@ class RawDir {
     std::filesystem::remove_all(path_, ec);
   }
   std::string raw() const { return path_ + "/raw"; }
+  // The directory it was created in.
+  std::string parent() const { return std::filesystem::path(path_).parent_path().string(); }
   // What the runtime wrote in raw().status: "" (never started), "started", "written",
   // "error N".
   std::string status() const {
@@ -317,13 +331,12 @@ std::string describe_status(int status) {
 }
 
 // Why the program left no profile, as far as whymiss can tell.
-std::string why_no_profile(const RawDir& dir, int status, const std::string& mode,
-                           const std::string& output) {
+std::string why_no_profile(const RawDir& dir, int status, const std::string& mode) {
   const std::string how = "the program " + describe_status(status) + " without leaving a profile: ";
   if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
     return how + "SIGKILL cannot be caught, so its runtime had no chance to write one";
   const std::string st = dir.status();
-  const std::string where = std::filesystem::absolute(output).parent_path().string();
+  const std::string where = dir.parent();
   if (st.empty())
     return how + "whymiss's " + mode + "-mode runtime never started in it" +
            (mode == "exact" ? " (did it exec a program not built with whymiss-cc?)"
@@ -337,10 +350,17 @@ std::string why_no_profile(const RawDir& dir, int status, const std::string& mod
                "a program not built with whymiss, or could not write in '" + where + "')";
 }
 
+// The status `time` and valgrind give for a program that ended with wait status `status`: its
+// exit code, or 128 + the signal that killed it.
+int program_status(int status) {
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
 // Runs the program with the runtime configured, waits, and turns its raw profile into the final
-// one (with how the program ended), which goes to c.output and to *out. Returns the exit status
-// for whymiss.
-int record(const RecordConfig& c, std::ostream& err, profile::Profile* out) {
+// one (with how the program ended), which goes to *out and, if c.keep_profile, to c.output.
+// Returns whymiss's own exit status (0, or 2 when it failed); the program's wait status goes to
+// *program.
+int record(const RecordConfig& c, std::ostream& err, profile::Profile* out, int* program) {
   auto prog = find_program(c.program[0]);
   if (!prog) return fail(err, prog.error());
   auto elf = inspect_elf(*prog);
@@ -348,8 +368,9 @@ int record(const RecordConfig& c, std::ostream& err, profile::Profile* out) {
   auto chosen = choose_mode(c.mode, c.program[0], *elf);
   if (!chosen) return fail(err, chosen.error());
   const OutputOptions out_opts{OutputKind::Profile, c.force};
-  if (auto st = check_output_path(c.output, out_opts); !st) return fail(err, st.error());
-  auto dir = RawDir::create(c.output);
+  if (c.keep_profile)
+    if (auto st = check_output_path(c.output, out_opts); !st) return fail(err, st.error());
+  auto dir = RawDir::create(c.keep_profile ? &c.output : nullptr);
   if (!dir) return fail(err, dir.error());
   const std::string raw = (*dir)->raw();
   int pipefd[2];
@@ -405,18 +426,22 @@ int record(const RecordConfig& c, std::ostream& err, profile::Profile* out) {
     return fail(err, "cannot run '" + c.program[0] + "': " + std::strerror(exec_errno));
   std::error_code ec;
   if (!std::filesystem::exists(raw, ec))
-    return fail(err, why_no_profile(**dir, status, chosen->mode, c.output));
+    return fail(err, why_no_profile(**dir, status, chosen->mode));
   auto p = profile::read_profile(raw);
   if (!p) return fail(err, "the program " + describe_status(status) + " and left a damaged profile (" + p.error() + ")");
   p->notes.insert(p->notes.begin(), {0, chosen->why});
   p->meta.exited = WIFEXITED(status) ? 1 : 0;
   p->meta.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
   if (WIFSIGNALED(status)) p->meta.term_signal = WTERMSIG(status);
-  if (auto st = write_output(c.output, profile::encode_profile(*p), out_opts); !st)
-    return fail(err, st.error());
+  if (c.keep_profile)
+    if (auto st = write_output(c.output, profile::encode_profile(*p), out_opts); !st)
+      return fail(err, st.error());
   if (WIFSIGNALED(status))
-    err << "whymiss: the program " << describe_status(status) << "; its profile up to then is in " << c.output << "\n";
+    err << "whymiss: the program " << describe_status(status)
+        << (c.keep_profile ? "; its profile up to then is in " + c.output : std::string("; the report covers it up to then"))
+        << "\n";
   *out = std::move(*p);
+  *program = status;
   return 0;
 }
 
@@ -492,7 +517,9 @@ int record_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   auto c = parse_record(argc, argv, false);
   if (!c) return fail(err, c.error());
   profile::Profile p;
-  return record(*c, err, &p);
+  int status = 0;
+  if (int rcode = record(*c, err, &p, &status); rcode != 0) return rcode;
+  return program_status(status);
 }
 
 int report_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
@@ -521,9 +548,12 @@ int run_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   ReportConfig rc;
   if (auto st = parse_report_opts(*a, &rc); !st) return fail(err, st.error());
   profile::Profile p;
-  if (int rcode = record(*c, err, &p); rcode != 0) return rcode;
+  int status = 0;
+  if (int rcode = record(*c, err, &p, &status); rcode != 0) return rcode;
   // The program owns stdout; the report goes to stderr or --output.
-  return report(rc, p, c->output, err, err);
+  if (int rcode = report(rc, p, c->keep_profile ? c->output : "the recorded profile", err, err); rcode != 0)
+    return rcode;
+  return program_status(status);
 }
 
 void record_usage(std::ostream& out) {
@@ -534,16 +564,23 @@ void record_usage(std::ostream& out) {
          "only if it is a whymiss profile, or with --force). Modes: exact simulates every\n"
          "access of a program built with whymiss-cc/whymiss-c++; soft samples an unmodified dynamically\n"
          "linked program (task-clock samples + software breakpoints); pmu uses PEBS/IBS where the\n"
-         "machine has them; auto (default) picks exact for whymiss-cc builds, else pmu, else soft.\n";
+         "machine has them; auto (default) picks exact for whymiss-cc builds, else pmu, else soft.\n"
+         "Exit status: the program's (128 + the signal's number if a signal killed it), as with\n"
+         "time or valgrind; 2 when whymiss itself failed (bad options, no profile, a failed write).\n";
 }
 void report_usage(std::ostream& out) {
   out << "usage: whymiss report [-i PROFILE] [--format text|json] [--output FILE] [--force]\n"
          "Explains the cache misses recorded in PROFILE (default whymiss.data; - for standard\n"
-         "input). --output does not replace a profile or a program unless --force is given.\n";
+         "input). --output does not replace a profile or a program unless --force is given.\n"
+         "Exit status: 0, or 2 when the report could not be made or written.\n";
 }
 void run_usage(std::ostream& out) {
   out << "usage: whymiss run [record options] [--format text|json] [--output FILE] -- program [args]\n"
-         "Records and reports in one step; the report goes to FILE, else to stderr.\n";
+         "Records and reports in one step; the report goes to FILE, else to stderr. The profile is\n"
+         "kept only when -o PROFILE names a file for it; otherwise it is recorded into a private\n"
+         "temporary directory ($TMPDIR, else /tmp) and removed.\n"
+         "Exit status: the program's (128 + the signal's number if a signal killed it), as with\n"
+         "time or valgrind; 2 when whymiss itself failed (bad options, no profile, a failed write).\n";
 }
 
 }  // namespace whymiss::cli

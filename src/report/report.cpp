@@ -106,14 +106,22 @@ void json_collector_notes(JsonWriter& w, const profile::Profile& p) {
   w.end_array();
 }
 
-// What the report says of one object of a finding.
+// What the report says of one object of a finding. Objects it would name alike (a buffer freed
+// and allocated again at the same address, by the same code and thread) are shown once, with the
+// misses of all of them.
 struct ObjectView {
   std::string name;  // global name, or "" for heap objects
   bool heap = false;
+  uint32_t site_index = profile::kNoSite;
   CodeLoc site;
   uint64_t start = 0, size = 0;
   uint32_t alloc_thread = 0;
   std::vector<uint32_t> threads;
+  uint32_t allocations = 1;  // heap: objects merged into this one
+  // The object's L1 misses of the finding's kind (sharing findings: true and false sharing);
+  // absent when the profile does not count them (data outside the heap of a capacity or
+  // conflict finding).
+  std::optional<uint64_t> l1_misses;
 };
 
 ObjectView view(const analysis::ObjectRef& r, const profile::Profile& p, Namer& n) {
@@ -123,6 +131,7 @@ ObjectView view(const analysis::ObjectRef& r, const profile::Profile& p, Namer& 
   v.size = r.size;
   v.alloc_thread = r.alloc_thread;
   v.threads = r.threads;
+  v.site_index = r.site;
   if (r.heap) {
     if (r.site < p.sites.size()) v.site = n.site(p.sites[r.site]);
     else v.site = {"??", "", 0};
@@ -136,32 +145,117 @@ ObjectView view(const analysis::ObjectRef& r, const profile::Profile& p, Namer& 
   return v;
 }
 
+// The kinds of L1 miss that make up a finding of kind k, as profile kind indices.
+std::vector<int> finding_kinds(analysis::Kind k) {
+  switch (k) {
+    case analysis::Kind::FalseSharing:
+    case analysis::Kind::TrueSharing: return {4, 5};
+    case analysis::Kind::Conflict: return {3};
+    case analysis::Kind::Capacity: return {2};
+  }
+  return {};
+}
+
+const char* finding_kind_words(analysis::Kind k) {
+  switch (k) {
+    case analysis::Kind::FalseSharing:
+    case analysis::Kind::TrueSharing: return "sharing";
+    case analysis::Kind::Conflict: return "conflict";
+    case analysis::Kind::Capacity: return "capacity";
+  }
+  return "";
+}
+
+// The finding's objects, each once, most missed first.
+std::vector<ObjectView> object_views(const Finding& f, const profile::Profile& p, Namer& n) {
+  std::map<uint64_t, const profile::ObjectRecord*> records;
+  for (const auto& o : p.objects) records[o.serial] = &o;
+  const std::vector<int> kinds = finding_kinds(f.kind);
+  std::vector<ObjectView> views;
+  for (const auto& r : f.objects) {
+    ObjectView v = view(r, p, n);
+    if (r.heap) {
+      if (auto it = records.find(r.serial); it != records.end()) {
+        uint64_t m = 0;
+        for (int k : kinds) m += it->second->misses[k];
+        v.l1_misses = m;
+      }
+    } else if (r.misses) {
+      v.l1_misses = r.misses;  // sharing on data outside the heap: the finding's misses
+    }
+    auto same = std::find_if(views.begin(), views.end(), [&](const ObjectView& w) {
+      return w.heap == v.heap && w.name == v.name && w.start == v.start && w.size == v.size &&
+             w.site_index == v.site_index && w.alloc_thread == v.alloc_thread;
+    });
+    if (same == views.end()) {
+      views.push_back(std::move(v));
+      continue;
+    }
+    same->allocations += v.allocations;
+    if (v.l1_misses) same->l1_misses = same->l1_misses.value_or(0) + *v.l1_misses;
+    for (uint32_t t : v.threads)
+      if (std::find(same->threads.begin(), same->threads.end(), t) == same->threads.end()) same->threads.push_back(t);
+    std::sort(same->threads.begin(), same->threads.end());
+  }
+  std::stable_sort(views.begin(), views.end(), [](const ObjectView& a, const ObjectView& b) {
+    return a.l1_misses.value_or(0) > b.l1_misses.value_or(0);
+  });
+  return views;
+}
+
 std::string where(const CodeLoc& c) {
   if (c.file.empty()) return c.function;
   return printable(c.function) + "  " + printable(basename(c.file)) + ":" + std::to_string(c.line);
 }
 
+// An instruction's place in the source, as cachegrind gives it: the line of the out-of-line
+// function whose code it is (chain.back()), followed by the functions inlined there, outermost
+// first: "caller  c.c:120 via read64 (mem.h:5)".
+std::string where(const std::vector<CodeLoc>& chain) {
+  std::string s = where(chain.back());
+  for (size_t i = chain.size() - 1; i-- > 0;) {
+    const CodeLoc& c = chain[i];
+    s += " via " + printable(c.function);
+    if (!c.file.empty()) s += " (" + printable(basename(c.file)) + ":" + std::to_string(c.line) + ")";
+  }
+  return s;
+}
+
 // Per source line: accesses and misses by level, summed over its instructions (like
-// cg_annotate's per-line view). Sorted by L1 misses, most first.
+// cg_annotate's per-line view), keyed by the out-of-line function's line. Sorted by L1 misses,
+// most first.
 struct SourceLine {
-  CodeLoc loc;
+  std::vector<CodeLoc> chain;  // of the line's instructions with the most L1 misses
+  uint64_t chain_misses = 0;   // their L1 misses (to pick the chain)
   uint64_t accesses[2] = {};
   uint64_t misses[profile::kLevels][2] = {};  // [level][0 all non-hit, 1 non-compulsory]
 };
 
 std::vector<SourceLine> source_lines(const profile::Profile& p, Namer& n) {
   std::map<std::pair<std::string, uint32_t>, SourceLine> by_line;
+  // Several instructions of one line share an inline chain: sum their misses per chain.
+  std::map<std::pair<std::string, uint32_t>, std::map<std::string, std::pair<std::vector<CodeLoc>, uint64_t>>> chains;
   for (const auto& ir : p.instructions) {
-    CodeLoc c = n.code(ir.ip);
-    SourceLine& sl = by_line[{c.file.empty() ? c.function : c.file, c.line}];
-    sl.loc = c;
+    std::vector<CodeLoc> chain = n.chain(ir.ip);
+    const CodeLoc& c = chain.back();
+    const std::pair<std::string, uint32_t> key{c.file.empty() ? c.function : c.file, c.line};
+    SourceLine& sl = by_line[key];
     sl.accesses[0] += ir.accesses[0];
     sl.accesses[1] += ir.accesses[1];
+    uint64_t l1 = 0;
     for (int l = 0; l < profile::kLevels; ++l)
       for (int k = 1; k < profile::kKinds; ++k) {
         sl.misses[l][0] += ir.misses[l][k];
         if (k != 1) sl.misses[l][1] += ir.misses[l][k];
+        if (l == 0) l1 += ir.misses[l][k];
       }
+    auto& entry = chains[key][where(chain)];
+    if (entry.first.empty()) entry.first = std::move(chain);
+    entry.second += l1;
+    if (sl.chain.empty() || entry.second > sl.chain_misses) {
+      sl.chain = entry.first;
+      sl.chain_misses = entry.second;
+    }
   }
   std::vector<SourceLine> v;
   for (auto& [key, sl] : by_line) v.push_back(sl);
@@ -173,6 +267,18 @@ std::vector<SourceLine> source_lines(const profile::Profile& p, Namer& n) {
 
 void json_loc(JsonWriter& w, const CodeLoc& c) {
   w.field("function", c.function).field("file", c.file).field("line", c.line);
+}
+
+// The out-of-line function's line, and the whole inline chain as "frames", innermost first.
+void json_chain(JsonWriter& w, const std::vector<CodeLoc>& chain) {
+  json_loc(w, chain.back());
+  w.key("frames").begin_array();
+  for (const CodeLoc& c : chain) {
+    w.begin_object();
+    json_loc(w, c);
+    w.end_object();
+  }
+  w.end_array();
 }
 
 void write_json(std::ostream& out, const profile::Profile& p, const analysis::Analysis& a,
@@ -234,24 +340,28 @@ void write_json(std::ostream& out, const profile::Profile& p, const analysis::An
     w.key("instructions").begin_array();
     for (size_t j = 0; j < f.instructions.size() && j < o.max_instructions; ++j) {
       w.begin_object().field("ip", hex(f.instructions[j].ip));
-      json_loc(w, n.code(f.instructions[j].ip));
+      json_chain(w, n.chain(f.instructions[j].ip));
       w.field("misses", f.instructions[j].misses).end_object();
     }
     w.end_array();
     w.key("objects").begin_array();
-    for (size_t j = 0; j < f.objects.size() && j < o.max_objects; ++j) {
-      ObjectView v = view(f.objects[j], p, n);
+    const std::vector<ObjectView> objects = object_views(f, p, n);
+    for (size_t j = 0; j < objects.size() && j < o.max_objects; ++j) {
+      const ObjectView& v = objects[j];
       w.begin_object();
       if (v.heap) {
         w.key("alloc_site").begin_object();
         json_loc(w, v.site);
         w.end_object().field("address", hex(v.start)).field("alloc_thread", v.alloc_thread);
+        w.field("allocations", v.allocations);
       } else {
         w.field("name", v.name).field("address", hex(v.start));
       }
       w.field("size", v.size).key("threads").begin_array();
       for (uint32_t t : v.threads) w.value(t);
-      w.end_array().end_object();
+      w.end_array();
+      if (v.l1_misses) w.field("l1_misses", *v.l1_misses); else w.key("l1_misses").null();
+      w.end_object();
     }
     w.end_array();
     w.key("evidence").begin_object();
@@ -279,7 +389,7 @@ void write_json(std::ostream& out, const profile::Profile& p, const analysis::An
   for (size_t i = 0; i < lines.size() && i < o.max_source_lines; ++i) {
     const SourceLine& sl = lines[i];
     w.begin_object();
-    json_loc(w, sl.loc);
+    json_chain(w, sl.chain);
     w.field("reads", sl.accesses[0]).field("writes", sl.accesses[1]);
     w.key("misses").begin_object();
     for (size_t l = 0; l < p.geometry.levels.size(); ++l) w.field(p.geometry.levels[l].name, sl.misses[l][0]);
@@ -358,17 +468,21 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
       out << sampled::text_finding_head(p, f) << "\n   support: " << sampled::text_support(p, f) << "\n";
     for (size_t j = 0; j < f.instructions.size() && j < o.max_instructions; ++j) {
       const auto& ins = f.instructions[j];
-      out << "   code: " << where(n.code(ins.ip)) << "  [" << hex(ins.ip) << ", "
+      out << "   code: " << where(n.chain(ins.ip)) << "  [" << hex(ins.ip) << ", "
           << (exact ? thousands(ins.misses) + " misses]\n"
                     : sampled::approx_pct(f.misses ? double(ins.misses) / double(f.misses) : 0) +
                           " of the finding's misses]\n");
     }
-    for (size_t j = 0; j < f.objects.size() && j < o.max_objects; ++j) {
-      ObjectView v = view(f.objects[j], p, n);
+    const std::vector<ObjectView> objects = object_views(f, p, n);
+    uint64_t object_misses = 0;
+    for (const ObjectView& v : objects) object_misses += v.l1_misses.value_or(0);
+    for (size_t j = 0; j < objects.size() && j < o.max_objects; ++j) {
+      const ObjectView& v = objects[j];
       out << "   data: ";
       if (v.heap) {
-        out << "heap object of " << v.size << " bytes at " << hex(v.start) << ", allocated by thread "
-            << v.alloc_thread << " at " << where(v.site);
+        out << "heap object of " << v.size << " bytes at " << hex(v.start) << ", allocated "
+            << (v.allocations > 1 ? std::to_string(v.allocations) + " times " : std::string())
+            << "by thread " << v.alloc_thread << " at " << where(v.site);
       } else {
         out << printable(v.name);
         if (v.size) out << " (" << v.size << " bytes)";
@@ -377,6 +491,11 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
         out << ", missed by threads";
         for (uint32_t t : v.threads) out << " " << t;
       }
+      // Sampled profiles: the object's share of the listed objects' misses, rounded.
+      const std::string what = p.geometry.levels[0].name + " " + finding_kind_words(f.kind) + " misses";
+      if (v.l1_misses && exact) out << "  [" << thousands(*v.l1_misses) << " " << what << "]";
+      else if (v.l1_misses && object_misses)
+        out << "  [" << sampled::approx_pct(double(*v.l1_misses) / double(object_misses)) << " of the data's " << what << "]";
       out << "\n";
     }
     if (!f.line_threads.empty()) {
@@ -405,19 +524,28 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
   for (const auto& sl : lines) shown += sl.misses[0][0] > 0;
   if (shown) {
     out << "\nSource lines by " << p.geometry.levels[0].name << " misses [" << how(p) << "]:\n";
-    std::snprintf(b, sizeof b, "%14s %12s %12s  %s\n", exact || analysis::uses_traces(p) ? "accesses" : "samples",
-                  p.geometry.levels[0].name.c_str(), p.geometry.levels.back().name.c_str(), "line");
+    // One column per level: with three levels, L2 is as telling as L1 and L3.
+    const size_t nlevels = p.geometry.levels.size();
+    std::snprintf(b, sizeof b, "%14s", exact || analysis::uses_traces(p) ? "accesses" : "samples");
     out << b;
+    for (size_t l = 0; l < nlevels; ++l) {
+      std::snprintf(b, sizeof b, " %12s", p.geometry.levels[l].name.c_str());
+      out << b;
+    }
+    out << "  line\n";
     for (size_t i = 0; i < lines.size() && i < o.max_text_lines && lines[i].misses[0][0]; ++i) {
       const SourceLine& sl = lines[i];
       const uint64_t acc = sl.accesses[0] + sl.accesses[1];
-      const uint64_t last = sl.misses[p.geometry.levels.size() - 1][0];
-      // Sampled profiles: miss ratios of the line's samples, rounded.
-      std::snprintf(b, sizeof b, "%14s %12s %12s  ", thousands(acc).c_str(),
-                    exact ? thousands(sl.misses[0][0]).c_str()
-                          : sampled::approx_pct(acc ? double(sl.misses[0][0]) / double(acc) : 0).c_str(),
-                    exact ? thousands(last).c_str() : sampled::approx_pct(acc ? double(last) / double(acc) : 0).c_str());
-      out << b << where(sl.loc) << "\n";
+      std::snprintf(b, sizeof b, "%14s", thousands(acc).c_str());
+      out << b;
+      for (size_t l = 0; l < nlevels; ++l) {
+        // Sampled profiles: miss ratios of the line's samples, rounded.
+        const uint64_t m = sl.misses[l][0];
+        std::snprintf(b, sizeof b, " %12s",
+                      exact ? thousands(m).c_str() : sampled::approx_pct(acc ? double(m) / double(acc) : 0).c_str());
+        out << b;
+      }
+      out << "  " << where(sl.chain) << "\n";
     }
   }
   for (const auto& s : a.notes) out << "\nnote: " << s << "\n";

@@ -7,6 +7,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "analysis/analysis.h"
 #include "model/profile.h"
@@ -28,6 +29,10 @@ class Namer {
  public:
   virtual ~Namer() = default;
   virtual CodeLoc code(uint64_t ip) = 0;                      // innermost source frame
+  // The inline chain at `ip`: the innermost (possibly inlined) function first, then each caller
+  // it was inlined into, the out-of-line function last; each frame's line is the position inside
+  // that function. Never empty. A namer that knows no inlining gives code(ip) alone.
+  virtual std::vector<CodeLoc> chain(uint64_t ip) { return {code(ip)}; }
   virtual std::optional<DataName> global(uint64_t addr) = 0;  // a global or static variable
   virtual CodeLoc site(const profile::SiteRecord& s) = 0;     // the program's allocating frame
 };

@@ -49,8 +49,10 @@ def main():
             cmd = [a.whymiss, "run", "--mode", a.mode, "-o", prof, "--format", "json",
                    "--output", rep] + a.extra + ["--", a.program] + a.args
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-            if r.returncode != 0:
-                return fail(f"whymiss exited {r.returncode}: {r.stderr.strip()}")
+            # whymiss exits as the program did: its exit code, or 128 + the killing signal.
+            want_status = 128 + a.signal if a.signal else a.exit_code
+            if r.returncode != want_status:
+                return fail(f"whymiss exited {r.returncode}, expected {want_status}: {r.stderr.strip()}")
             if not os.path.exists(rep):
                 return fail("no report was written")
             with open(rep) as f:

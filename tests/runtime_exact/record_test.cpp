@@ -132,7 +132,8 @@ TEST(Record, TerminatingSignalsReachTheProgramAndTheProfileIsKept) {
     ASSERT_NE(ready.find("ready"), std::string::npos);
     const pid_t program = pid_t(std::atol(ready.c_str() + 6));
     ASSERT_EQ(kill(w.pid, sig), 0);
-    EXPECT_EQ(wait_status(w.pid), 0) << strsignal(sig) << ": " << slurp(w.err_path);
+    // whymiss exits as the program did: killed by the signal (128 + its number).
+    EXPECT_EQ(wait_status(w.pid), 128 + sig) << strsignal(sig) << ": " << slurp(w.err_path);
     // A whymiss that died of the signal left the program waiting: end it (an exited one holds
     // the pipe no more).
     if (!reaches_eof(w.out)) kill(program, SIGKILL);
@@ -196,6 +197,67 @@ TEST(Record, MissingProfileNamesTheCause) {
   EXPECT_EQ(run({"record", "-o", dir.file("p.data"), "--", WHYMISS_TRUST_PROG, "setuid"}, dir.path, &err), 2);
   EXPECT_NE(err.find("(Permission denied); did the program drop its privileges?"), std::string::npos) << err;
   EXPECT_TRUE(dir.entries().empty());
+}
+
+}  // namespace
+
+namespace {
+
+// Sets an environment variable for the scope of a test.
+struct ScopedEnv {
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = getenv(name)) old_ = old, had_ = true;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (had_) setenv(name_, old_.c_str(), 1);
+    else unsetenv(name_);
+  }
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+// Issue #18 item 7: `record` and `run` exit as the program did (its status, 128 + the signal
+// that killed it), as `time` and valgrind do; whymiss's own failures keep status 2.
+TEST(Record, ExitStatusIsTheProgramsOwn) {
+  for (const char* cmd : {"record", "run"}) {
+    SCOPED_TRACE(cmd);
+    TempDir dir;
+    std::string err;
+    EXPECT_EQ(run({cmd, "-o", dir.file("p.data"), "--", WHYMISS_TRUST_PROG, "exit", "3"}, dir.path, &err), 3) << err;
+    EXPECT_TRUE(whymiss::profile::read_profile(dir.file("p.data")).ok());
+    EXPECT_EQ(run({cmd, "-o", dir.file("p.data"), "--", WHYMISS_TRUST_PROG, "segv"}, dir.path, &err), 128 + SIGSEGV)
+        << err;
+    auto p = whymiss::profile::read_profile(dir.file("p.data"));
+    ASSERT_TRUE(p) << p.error();
+    EXPECT_EQ(p->meta.term_signal, SIGSEGV);
+    EXPECT_EQ(run({cmd, "-o", dir.file("p.data"), "--", WHYMISS_TRUST_PROG, "exit", "0"}, dir.path, &err), 0) << err;
+    // whymiss's own failure: a program that leaves no profile.
+    EXPECT_EQ(run({cmd, "-o", dir.file("p.data"), "--", WHYMISS_TRUST_PROG, "exec", "/bin/true"}, dir.path, &err), 2);
+  }
+}
+
+// Issue #18 item 7: `run` keeps a profile only when -o asks for one; otherwise it records into a
+// private temporary directory it removes, and never writes (or replaces) whymiss.data.
+TEST(Record, RunKeepsNoProfileUnlessAsked) {
+  TempDir dir, tmp;
+  ScopedEnv env("TMPDIR", tmp.path);
+  std::string err;
+  EXPECT_EQ(run({"run", "--format", "json", "--output", "r.json", "--", WHYMISS_TRUST_PROG, "exit", "0"},
+                dir.path, &err), 0) << err;
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"r.json"});
+  EXPECT_NE(slurp(dir.file("r.json")).find("\"findings\""), std::string::npos);
+  EXPECT_TRUE(tmp.entries().empty()) << "the temporary profile was left behind";
+  // A whymiss.data already there (here another run's profile) is left as it was.
+  EXPECT_EQ(run({"record", "-o", "whymiss.data", "--", WHYMISS_TRUST_PROG, "exit", "0"}, dir.path, &err), 0);
+  const std::string before = slurp(dir.file("whymiss.data"));
+  EXPECT_EQ(run({"run", "--", WHYMISS_TRUST_PROG, "exit", "0"}, dir.path, &err), 0) << err;
+  EXPECT_EQ(slurp(dir.file("whymiss.data")), before);
+  EXPECT_TRUE(tmp.entries().empty());
+  // With -o, the profile is kept where it says.
+  EXPECT_EQ(run({"run", "-o", "kept.data", "--", WHYMISS_TRUST_PROG, "exit", "0"}, dir.path, &err), 0) << err;
+  EXPECT_TRUE(whymiss::profile::read_profile(dir.file("kept.data")).ok());
 }
 
 }  // namespace

@@ -4,12 +4,16 @@
 //   chdir DIR      change directory to DIR, then exit
 //   setuid         become user and group 65534, then exit
 //   exec PROG ...  replace itself with PROG (argv from PROG on)
+//   exit N         exit with status N
+//   segv           store through a null pointer (dies of SIGSEGV)
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 static long buf[4096];
+static int* volatile null_ptr;  // volatile: the compiler cannot turn the store into a trap
 
 int main(int argc, char** argv) {
   for (int i = 0; i < 4096; ++i) buf[i] = i;  // a few accesses, so the profile has some
@@ -21,6 +25,11 @@ int main(int argc, char** argv) {
   }
   if (strcmp(argv[1], "chdir") == 0 && argc == 3) return chdir(argv[2]) == 0 ? 0 : 3;
   if (strcmp(argv[1], "setuid") == 0) return setgid(65534) == 0 && setuid(65534) == 0 ? 0 : 3;
+  if (strcmp(argv[1], "exit") == 0 && argc == 3) return atoi(argv[2]);
+  if (strcmp(argv[1], "segv") == 0) {
+    *null_ptr = 1;
+    return 3;
+  }
   if (strcmp(argv[1], "exec") == 0 && argc >= 3) {
     execv(argv[2], argv + 2);
     return 3;
