@@ -151,7 +151,15 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
   std::unordered_map<uint64_t, const ObjectRecord*> object_of;  // serial -> record
   for (const ObjectRecord& o : p.objects) object_of[o.serial] = &o;
   const uint32_t l1_ways = p.geometry.levels[0].ways;
+  // How each instruction's L1 misses step through memory (StepRecord; no pointer check: the
+  // trace holds addresses, not values). State per (instruction, thread), within an epoch.
+  struct StepState {
+    uint64_t last_line = 0;
+    int64_t last_delta = 0;
+  };
+  std::map<uint64_t, StepRecord> steps;
   for (auto& [e, wins] : epochs) {
+    std::map<std::pair<uint64_t, uint32_t>, StepState> step_state;
     // Round-robin interleaving of the epoch's windows (one access of each in turn).
     std::vector<uint32_t> order;
     std::vector<size_t> at(wins.size(), 0);
@@ -252,6 +260,25 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
             if (kd != kHit) x.miss[l][kd]++;
           }
           const int k1 = lr.levels_reached ? int(lr.level[0]) : kHit;
+          if (k1 != kHit && j == 0) {
+            StepState& ss = step_state[{a.ip, thread}];
+            const uint64_t ln = a.addr / line;
+            if (ss.last_line != 0) {
+              StepRecord& st = steps[a.ip];
+              st.ip = a.ip;
+              const int64_t d = int64_t(ln - ss.last_line);
+              if (d >= -2 && d <= 2) {
+                st.steps[kStepNext]++;
+              } else if (d - ss.last_delta >= -1 && d - ss.last_delta <= 1) {
+                st.steps[kStepStride]++;
+                st.stride = d * int64_t(line);
+              } else {
+                st.steps[kStepIrregular]++;
+              }
+              ss.last_delta = d;
+            }
+            ss.last_line = ln;
+          }
           if (k1 == kHit || k1 == 1) continue;  // hits, and compulsory misses (none after pass 1)
           // A non-compulsory L1 miss: where it landed.
           x.set_mask |= uint64_t(1) << ((addr / line) % l1_sets % 64);
@@ -278,6 +305,8 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
   }
 
   // Records, as exact mode writes them (in traced accesses).
+  p.steps.clear();
+  for (auto& [ip, st] : steps) p.steps.push_back(st);
   p.instructions.clear();
   p.lines.clear();
   p.counters.assign(nl, CounterRecord{});

@@ -163,7 +163,7 @@ static_assert(sizeof(InstructionRecord) == 296);
 // analysis tells a sweep, a column walk, pointer chasing and random access apart by these.
 enum StepKind : int {
   kStepNext = 0,    // to the same line's neighbourhood: at most two lines away (a sweep)
-  kStepStride,      // farther, by the same distance as the step before (a column walk)
+  kStepStride,      // farther, by the step before's distance, +-1 line (a column walk)
   kStepPointer,     // to within 4 KiB past a value stored in the line the thread missed on
                     // last (exact mode, single-threaded simulation only: following a pointer)
   kStepIrregular,   // anything else (hashing, random indexing, or unchecked pointers)

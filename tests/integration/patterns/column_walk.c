@@ -11,12 +11,13 @@
 #define ROWS 2048
 #define COLS 264
 
-int main(void) {
+int main(int argc, char **argv) {
+  const long passes = 2 * (argc > 1 ? atol(argv[1]) : 1); /* optional scale */
   double *m = malloc(sizeof(double) * ROWS * COLS);
   if (!m) return 1;
   for (int i = 0; i < ROWS * COLS; i++) m[i] = (double)(i % 7);
   double sum = 0;
-  for (int pass = 0; pass < 2; pass++)
+  for (long pass = 0; pass < passes; pass++)
     for (int j = 0; j < COLS; j++)
       for (int i = 0; i < ROWS; i++) sum += m[(size_t)i * COLS + j];
   printf("column_walk %.0f\n", sum);

@@ -16,7 +16,8 @@ struct node {
   char pad[48];
 };
 
-int main(void) {
+int main(int argc, char **argv) {
+  const long scale = argc > 1 ? atol(argv[1]) : 1; /* optional scale */
   struct node *nodes = malloc(sizeof(struct node) * NODES);
   uint32_t *order = malloc(sizeof(uint32_t) * NODES);
   if (!nodes || !order) return 1;
@@ -33,7 +34,7 @@ int main(void) {
   }
   uint64_t sum = 0;
   const struct node *p = &nodes[order[0]];
-  for (uint32_t step = 0; step < 6 * NODES; step++) {
+  for (long step = 0; step < 6L * NODES * scale; step++) {
     sum += p->key;
     p = p->next;
   }

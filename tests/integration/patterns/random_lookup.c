@@ -10,12 +10,13 @@
 
 #define ENTRIES (1u << 17)
 
-int main(void) {
+int main(int argc, char **argv) {
+  const long scale = argc > 1 ? atol(argv[1]) : 1; /* optional scale */
   uint64_t *table = malloc(sizeof(uint64_t) * ENTRIES);
   if (!table) return 1;
   for (uint32_t i = 0; i < ENTRIES; i++) table[i] = i * 3u;
   uint64_t sum = 0, x = 0x9E3779B97F4A7C15ull;
-  for (uint32_t k = 0; k < 6 * ENTRIES / 8; k++) {
+  for (long k = 0; k < 6L * ENTRIES / 8 * scale; k++) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     sum += table[x & (ENTRIES - 1)];
   }
