@@ -8,6 +8,7 @@
 #include <atomic>
 
 #include "runtime/common/runtime_state.h"
+#include "runtime/exact/access_sink.h"
 #include "runtime/exact/thread_order.h"
 
 namespace {
@@ -29,13 +30,25 @@ Fn next_fn(std::atomic<Fn>& cache, const char* name, const char* version = nullp
 
 uintptr_t addr_of(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 
+// The memory traffic of glibc's mutex, which is not instrumented: lock, trylock and unlock each
+// make an atomic read-modify-write of the mutex's first 16 bytes (__lock, __count, __owner,
+// __nusers), simulated as one write at the caller's call site (`ret`, a return address), so a
+// lock word that bounces between threads shows as the sharing it is. Not from inside the
+// runtime, whose own std::mutex comes through these hooks too.
+void lock_word_access(const pthread_mutex_t* m, void* ret) {
+  const bool was = whymiss::rt::set_in_runtime(true);
+  whymiss::rt::set_in_runtime(was);
+  if (!was) whymiss::rt::on_access(reinterpret_cast<uintptr_t>(ret), addr_of(m), 16, true);
+}
+
 using MutexFn = int (*)(pthread_mutex_t*);
 // A lock taken by libc's `name`: what the previous holder published comes first.
-int lock_with(std::atomic<MutexFn>& real, const char* name, pthread_mutex_t* m) {
+int lock_with(std::atomic<MutexFn>& real, const char* name, pthread_mutex_t* m, void* ret) {
   const MutexFn fn = next_fn(real, name);
   if (fn == nullptr) return EINVAL;
   const int rc = fn(m);
   if (rc == 0) whymiss::rt::acquire_point(addr_of(m));
+  lock_word_access(m, ret);  // (a failed trylock still took the line to compare)
   return rc;
 }
 
@@ -54,18 +67,19 @@ WM_HOOK int pthread_join(pthread_t th, void** ret) {
 
 WM_HOOK int pthread_mutex_lock(pthread_mutex_t* m) {
   static std::atomic<MutexFn> real{nullptr};
-  return lock_with(real, "pthread_mutex_lock", m);
+  return lock_with(real, "pthread_mutex_lock", m, __builtin_return_address(0));
 }
 
 WM_HOOK int pthread_mutex_trylock(pthread_mutex_t* m) {
   static std::atomic<MutexFn> real{nullptr};
-  return lock_with(real, "pthread_mutex_trylock", m);
+  return lock_with(real, "pthread_mutex_trylock", m, __builtin_return_address(0));
 }
 
 WM_HOOK int pthread_mutex_unlock(pthread_mutex_t* m) {
   static std::atomic<MutexFn> real{nullptr};
   auto fn = next_fn(real, "pthread_mutex_unlock");
   if (fn == nullptr) return EINVAL;
+  lock_word_access(m, __builtin_return_address(0));
   whymiss::rt::release_point(addr_of(m));
   return fn(m);
 }
