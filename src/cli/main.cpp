@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "cli/check_cmd.h"
 #include "cli/profile_cmds.h"
 #include "cli/simulate_cmd.h"
 
@@ -32,6 +33,8 @@ const Command kCommands[] = {
      whymiss::cli::report_usage},
     {"simulate", "count cache misses by kind by exactly simulating a trace",
      whymiss::cli::simulate_main, whymiss::cli::simulate_usage},
+    {"check", "fail when a profile's cache problems exceed limits (a CI gate)",
+     whymiss::cli::check_main, whymiss::cli::check_usage},
 };
 
 const Command* find_command(std::string_view name) {
