@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "analysis/estimate.h"
+#include "report/common.h"
 #include "report/json.h"
 #include "report/sampled.h"
 
@@ -16,23 +17,6 @@ using analysis::Finding;
 const char* kKindNames[profile::kKinds] = {"hit", "compulsory", "capacity", "conflict",
                                            "true_sharing", "false_sharing"};
 
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", (unsigned long long)v);
-  return b;
-}
-
-std::string thousands(uint64_t v) {
-  std::string s = std::to_string(v);
-  for (int i = int(s.size()) - 3; i > 0; i -= 3) s.insert(size_t(i), ",");
-  return s;
-}
-
-std::string pct(double f) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.1f%%", 100 * f);
-  return b;
-}
 
 }  // namespace
 
@@ -84,10 +68,6 @@ std::string printable(std::string_view s) {
 
 namespace {
 
-std::string basename(const std::string& f) {
-  size_t s = f.rfind('/');
-  return s == std::string::npos ? f : f.substr(s + 1);
-}
 
 uint64_t sum_kind(const profile::CounterRecord& c, int k) { return c.by_kind[k][0] + c.by_kind[k][1]; }
 uint64_t accesses(const profile::CounterRecord& c) {
@@ -201,68 +181,6 @@ std::vector<ObjectView> object_views(const Finding& f, const profile::Profile& p
     return a.l1_misses.value_or(0) > b.l1_misses.value_or(0);
   });
   return views;
-}
-
-std::string where(const CodeLoc& c) {
-  if (c.file.empty()) return c.function;
-  return printable(c.function) + "  " + printable(basename(c.file)) + ":" + std::to_string(c.line);
-}
-
-// An instruction's place in the source, as cachegrind gives it: the line of the out-of-line
-// function whose code it is (chain.back()), followed by the functions inlined there, outermost
-// first: "caller  c.c:120 via read64 (mem.h:5)".
-std::string where(const std::vector<CodeLoc>& chain) {
-  std::string s = where(chain.back());
-  for (size_t i = chain.size() - 1; i-- > 0;) {
-    const CodeLoc& c = chain[i];
-    s += " via " + printable(c.function);
-    if (!c.file.empty()) s += " (" + printable(basename(c.file)) + ":" + std::to_string(c.line) + ")";
-  }
-  return s;
-}
-
-// Per source line: accesses and misses by level, summed over its instructions (like
-// cg_annotate's per-line view), keyed by the out-of-line function's line. Sorted by L1 misses,
-// most first.
-struct SourceLine {
-  std::vector<CodeLoc> chain;  // of the line's instructions with the most L1 misses
-  uint64_t chain_misses = 0;   // their L1 misses (to pick the chain)
-  uint64_t accesses[2] = {};
-  uint64_t misses[profile::kLevels][2] = {};  // [level][0 all non-hit, 1 non-compulsory]
-};
-
-std::vector<SourceLine> source_lines(const profile::Profile& p, Namer& n) {
-  std::map<std::pair<std::string, uint32_t>, SourceLine> by_line;
-  // Several instructions of one line share an inline chain: sum their misses per chain.
-  std::map<std::pair<std::string, uint32_t>, std::map<std::string, std::pair<std::vector<CodeLoc>, uint64_t>>> chains;
-  for (const auto& ir : p.instructions) {
-    std::vector<CodeLoc> chain = n.chain(ir.ip);
-    const CodeLoc& c = chain.back();
-    const std::pair<std::string, uint32_t> key{c.file.empty() ? c.function : c.file, c.line};
-    SourceLine& sl = by_line[key];
-    sl.accesses[0] += ir.accesses[0];
-    sl.accesses[1] += ir.accesses[1];
-    uint64_t l1 = 0;
-    for (int l = 0; l < profile::kLevels; ++l)
-      for (int k = 1; k < profile::kKinds; ++k) {
-        sl.misses[l][0] += ir.misses[l][k];
-        if (k != 1) sl.misses[l][1] += ir.misses[l][k];
-        if (l == 0) l1 += ir.misses[l][k];
-      }
-    auto& entry = chains[key][where(chain)];
-    if (entry.first.empty()) entry.first = std::move(chain);
-    entry.second += l1;
-    if (sl.chain.empty() || entry.second > sl.chain_misses) {
-      sl.chain = entry.first;
-      sl.chain_misses = entry.second;
-    }
-  }
-  std::vector<SourceLine> v;
-  for (auto& [key, sl] : by_line) v.push_back(sl);
-  std::stable_sort(v.begin(), v.end(), [](const SourceLine& a, const SourceLine& b) {
-    return a.misses[0][0] > b.misses[0][0];
-  });
-  return v;
 }
 
 void json_loc(JsonWriter& w, const CodeLoc& c) {

@@ -1,0 +1,36 @@
+// Helpers shared by the report's outputs (report.cpp, diff.cpp): number formatting, code
+// locations as text, and the per-source-line table. Internal to the report library.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/profile.h"
+#include "report/report.h"
+
+namespace whymiss::report {
+
+std::string hex(uint64_t v);        // "0x1a2b"
+std::string thousands(uint64_t v);  // "1,234,567"
+std::string pct(double f);          // 0.123 -> "12.3%"
+std::string basename(const std::string& f);
+
+// "function  file.c:12", or the function alone when the file is unknown (printable).
+std::string where(const CodeLoc& c);
+// An instruction's place in the source, as cachegrind gives it: the line of the out-of-line
+// function whose code it is (chain.back()), followed by the functions inlined there, outermost
+// first: "caller  c.c:120 via read64 (mem.h:5)".
+std::string where(const std::vector<CodeLoc>& chain);
+
+// Per source line: accesses and misses by level, summed over its instructions (like
+// cg_annotate's per-line view), keyed by the out-of-line function's line. Sorted by L1 misses,
+// most first.
+struct SourceLine {
+  std::vector<CodeLoc> chain;  // of the line's instructions with the most L1 misses
+  uint64_t chain_misses = 0;   // their L1 misses (to pick the chain)
+  uint64_t accesses[2] = {};
+  uint64_t misses[profile::kLevels][2] = {};  // [level][0 all non-hit, 1 non-compulsory]
+};
+std::vector<SourceLine> source_lines(const profile::Profile& p, Namer& n);
+
+}  // namespace whymiss::report
