@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "cli/check_cmd.h"
+#include "cli/diff_cmd.h"
 #include "cli/profile_cmds.h"
 #include "cli/simulate_cmd.h"
 
@@ -35,6 +36,8 @@ const Command kCommands[] = {
      whymiss::cli::simulate_main, whymiss::cli::simulate_usage},
     {"check", "fail when a profile's cache problems exceed limits (a CI gate)",
      whymiss::cli::check_main, whymiss::cli::check_usage},
+    {"diff", "compare two profiles: what a change fixed, improved or broke",
+     whymiss::cli::diff_main, whymiss::cli::diff_usage},
 };
 
 const Command* find_command(std::string_view name) {
