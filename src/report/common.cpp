@@ -60,7 +60,7 @@ std::vector<SourceLine> source_lines(const profile::Profile& p, Namer& n) {
       for (int k = 1; k < profile::kKinds; ++k) {
         sl.misses[l][0] += ir.misses[l][k];
         if (k != 1) sl.misses[l][1] += ir.misses[l][k];
-        if (l == 0) l1 += ir.misses[l][k];
+        if (l == 0) l1 += ir.misses[l][k], sl.l1_kinds[k] += ir.misses[l][k];
       }
     auto& entry = chains[key][where(chain)];
     if (entry.first.empty()) entry.first = std::move(chain);

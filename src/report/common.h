@@ -30,6 +30,7 @@ struct SourceLine {
   uint64_t chain_misses = 0;   // their L1 misses (to pick the chain)
   uint64_t accesses[2] = {};
   uint64_t misses[profile::kLevels][2] = {};  // [level][0 all non-hit, 1 non-compulsory]
+  uint64_t l1_kinds[profile::kKinds] = {};    // L1 misses by kind (index 0, hits, unused)
 };
 std::vector<SourceLine> source_lines(const profile::Profile& p, Namer& n);
 

@@ -483,6 +483,7 @@ const char* mode_name(uint32_t mode) {
 void write_report(std::ostream& out, const profile::Profile& p, const analysis::Analysis& a,
                   Namer& names, const Options& o) {
   if (o.format == Format::Json) write_json(out, p, a, names, o);
+  else if (o.format == Format::Cachegrind) write_cachegrind(out, p, names);
   else write_text(out, p, a, names, o);
 }
 

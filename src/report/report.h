@@ -37,7 +37,7 @@ class Namer {
   virtual CodeLoc site(const profile::SiteRecord& s) = 0;     // the program's allocating frame
 };
 
-enum class Format { Text, Json };
+enum class Format { Text, Json, Cachegrind };
 
 struct Options {
   Format format = Format::Text;
@@ -50,6 +50,10 @@ struct Options {
 
 void write_report(std::ostream& out, const profile::Profile& p, const analysis::Analysis& a,
                   Namer& names, const Options& o);
+
+// The profile's accesses and misses per source line and function in cachegrind's output format
+// (cachegrind.cpp), for cg_annotate and KCachegrind.
+void write_cachegrind(std::ostream& out, const profile::Profile& p, Namer& names);
 
 const char* mode_name(uint32_t mode);  // "exact", "soft", "pmu"
 
