@@ -484,6 +484,9 @@ void write_report(std::ostream& out, const profile::Profile& p, const analysis::
                   Namer& names, const Options& o) {
   if (o.format == Format::Json) write_json(out, p, a, names, o);
   else if (o.format == Format::Cachegrind) write_cachegrind(out, p, names);
+  else if (o.format == Format::Pprof) {
+    if (!write_pprof(out, p, names)) out.setstate(std::ios::failbit);
+  }
   else write_text(out, p, a, names, o);
 }
 

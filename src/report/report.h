@@ -37,7 +37,7 @@ class Namer {
   virtual CodeLoc site(const profile::SiteRecord& s) = 0;     // the program's allocating frame
 };
 
-enum class Format { Text, Json, Cachegrind };
+enum class Format { Text, Json, Cachegrind, Pprof };
 
 struct Options {
   Format format = Format::Text;
@@ -54,6 +54,9 @@ void write_report(std::ostream& out, const profile::Profile& p, const analysis::
 // The profile's accesses and misses per source line and function in cachegrind's output format
 // (cachegrind.cpp), for cg_annotate and KCachegrind.
 void write_cachegrind(std::ostream& out, const profile::Profile& p, Namer& names);
+// The profile in pprof's format (gzipped profile.proto; pprof.cpp), for `go tool pprof` and
+// the continuous-profiling services that ingest it. False when it could not be encoded.
+bool write_pprof(std::ostream& out, const profile::Profile& p, Namer& names);
 
 const char* mode_name(uint32_t mode);  // "exact", "soft", "pmu"
 
