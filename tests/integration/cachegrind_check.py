@@ -6,13 +6,11 @@ hottest source line with the same L1 miss count, and the same total L1 misses.""
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
+from reportlib import record_and_report, run
 
-def run(*args):
-    return subprocess.run(list(args), capture_output=True, text=True, timeout=600)
 
 
 def counts(line):
@@ -32,16 +30,11 @@ def counts(line):
 def main():
     whymiss, prog = sys.argv[1:3]
     with tempfile.TemporaryDirectory() as tmp:
-        prof, cg, js = (os.path.join(tmp, n) for n in ("p.data", "cachegrind.out", "r.json"))
-        r = run(whymiss, "record", "-o", prof, "--", prog)
-        if r.returncode != 0:
-            print("FAIL: record:", r.stderr.strip())
+        paths, why = record_and_report(whymiss, prog, tmp, ("json", "cachegrind"))
+        if why:
+            print("FAIL:", why)
             return 1
-        for fmt, out in (("json", js), ("cachegrind", cg)):
-            r = run(whymiss, "report", "-i", prof, "--format", fmt, "--output", out)
-            if r.returncode != 0:
-                print("FAIL: report --format", fmt, r.stderr.strip())
-                return 1
+        js, cg = paths["json"], paths["cachegrind"]
         report = json.load(open(js))
         hot = report["source_lines"][0]
         level1 = report["totals"]["levels"][0]["name"]

@@ -6,28 +6,21 @@ same L1 misses, and that the file names the values as counted."""
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
+from reportlib import record_and_report, run
 
-def run(*args, env=None):
-    return subprocess.run(list(args), capture_output=True, text=True, timeout=600, env=env)
 
 
 def main():
     whymiss, prog = sys.argv[1:3]
     with tempfile.TemporaryDirectory() as tmp:
-        prof, pb, js = (os.path.join(tmp, n) for n in ("p.data", "p.pb.gz", "r.json"))
-        r = run(whymiss, "record", "-o", prof, "--", prog)
-        if r.returncode != 0:
-            print("FAIL: record:", r.stderr.strip())
+        paths, why = record_and_report(whymiss, prog, tmp, ("json", "pprof"))
+        if why:
+            print("FAIL:", why)
             return 1
-        for fmt, out in (("json", js), ("pprof", pb)):
-            r = run(whymiss, "report", "-i", prof, "--format", fmt, "--output", out)
-            if r.returncode != 0:
-                print("FAIL: report --format", fmt, r.stderr.strip())
-                return 1
+        js, pb = paths["json"], paths["pprof"]
         report = json.load(open(js))
         level1 = report["totals"]["levels"][0]["name"]
         hot = report["source_lines"][0]
