@@ -3,8 +3,6 @@
 namespace whymiss::sim {
 
 Result<std::unique_ptr<Cache>> Cache::make(uint64_t sets, uint32_t ways, Policy p, uint64_t seed) {
-  auto repl = Replacement::make(p, sets, ways, seed);
-  if (!repl) return Error{repl.error()};
   std::unique_ptr<Cache> c(new Cache);
   c->set_mask_ = sets - 1;
   c->sets_ = sets;
@@ -27,7 +25,13 @@ Result<std::unique_ptr<Cache>> Cache::make(uint64_t sets, uint32_t ways, Policy 
       for (uint64_t s = 0; s < sets; ++s)
         for (uint32_t w = 0; w < 16; ++w) c->row_ptr(uint32_t(s))[16 + w] = uint8_t(w < ways ? w : 0x7F);
   }
-  if (c->kind_ != Kind::Ranks) c->repl_ = std::move(repl.value());
+  // (Kind::Ranks keeps recency in the rows: no separate state, whose per-way stamps would cost
+  // more than the tags.)
+  if (c->kind_ != Kind::Ranks) {
+    auto repl = Replacement::make(p, sets, ways, seed);
+    if (!repl) return Error{repl.error()};
+    c->repl_ = std::move(repl.value());
+  }
   return c;
 }
 
