@@ -2,6 +2,8 @@
 
 namespace whymiss::sim {
 
+static_assert(Mesi::I == Mesi{0}, "a zeroed Entry must be Entry{}");
+
 Result<std::unique_ptr<Cache>> Cache::make(uint64_t sets, uint32_t ways, Policy p, uint64_t seed) {
   std::unique_ptr<Cache> c(new Cache);
   c->set_mask_ = sets - 1;
@@ -9,7 +11,7 @@ Result<std::unique_ptr<Cache>> Cache::make(uint64_t sets, uint32_t ways, Policy 
   c->pow2_ = (sets & (sets - 1)) == 0;
   c->ways_ = ways;
   c->tag_.assign(sets * ways, kInvalid);
-  c->entry_.assign(sets * ways, Entry{});
+  c->entry_ = make_zeroed<Entry>(sets * ways);
   while ((uint64_t(1) << c->set_bits_) < sets) ++c->set_bits_;
   c->rows_ = ways <= 16;
   c->way_mask_ = ways >= 32 ? ~0u : (1u << ways) - 1;
