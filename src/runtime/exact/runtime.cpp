@@ -21,11 +21,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <string>
 #include <new>
+#include <string>
 
-#include "model/profile.h"
 #include "model/host_memory.h"
+#include "model/profile.h"
 #include "runtime/common/heap.h"
 #include "runtime/common/inside.h"
 #include "runtime/common/run_env.h"
