@@ -4,13 +4,16 @@ runs (wait4's ru_maxrss: the larger of the two, in practice the program with the
 program of 1, 8 and 64 threads (bench/exact_memory.c: each thread writes 256 KiB of its own),
 next to the same program built natively. A benchmark, not a test.
 
-  bench/exact_memory.py [--build build] [--reps 3] [--threads 1,8,64] [--cache SPEC ...]
+  bench/exact_memory.py [--build build] [--baseline DIR] [--reps 3] [--threads 1,8,64]
+                        [--cache SPEC ...]
 
 Each --cache adds a geometry (default: the detected one, and a 16-core Xeon's 48K/2M/300M
 20-way hierarchy, whose 245,760-set LLC is the largest we have met). Runs are interleaved (rep 1
 of every row, then rep 2, ...); the table shows the median peak RSS in MiB with the range over
 the reps, and the runtime's share: median(exact) - median(native). Prints the machine, the
-commit, and one markdown table. Exits 2 on a setup error or a failing run.
+commit, and one markdown table. With --baseline (another build directory, e.g. of an older
+commit) both builds run interleaved in the same run and the table shows before, after and the
+ratio of their medians. Exits 2 on a setup error or a failing run.
 """
 import argparse
 import os
@@ -80,33 +83,45 @@ def commit(root):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--build", default="build")
+    ap.add_argument("--baseline", default=None,
+                    help="a second build directory (e.g. of an older commit), measured in the "
+                         "same run, interleaved: the table then shows before, after and their ratio")
+    ap.add_argument("--baseline-name", default="",
+                    help="what the baseline is, for the header (e.g. its commit)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--threads", default="1,8,64")
     ap.add_argument("--cache", action="append", default=None)
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    build = os.path.abspath(a.build)
-    whymiss = os.path.join(build, "bin", "whymiss")
-    wcc = os.path.join(build, "bin", "whymiss-cc")
+    builds = [os.path.abspath(a.build)]
+    if a.baseline:
+        builds.insert(0, os.path.abspath(a.baseline))
     src = os.path.join(root, "bench", "exact_memory.c")
     caches = a.cache or ["", XEON]
     threads = [int(t) for t in a.threads.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
-        exact, native = os.path.join(tmp, "exact"), os.path.join(tmp, "native")
+        native = os.path.join(tmp, "native")
         peak = os.path.join(tmp, "peak")
         with open(peak + ".c", "w") as f:
             f.write(PEAK_C)
-        for cmd in (["cc", "-O2", peak + ".c", "-o", peak],
-                    [wcc, "-O2", "-pthread", src, "-o", exact],
-                    ["cc", "-O2", "-pthread", src, "-o", native]):
+        cmds = [["cc", "-O2", peak + ".c", "-o", peak],
+                ["cc", "-O2", "-pthread", src, "-o", native]]
+        exact = []  # per build: (whymiss, the program built by its whymiss-cc)
+        for b, build in enumerate(builds):
+            prog = os.path.join(tmp, f"exact{b}")
+            cmds.append([os.path.join(build, "bin", "whymiss-cc"), "-O2", "-pthread", src, "-o", prog])
+            exact.append((os.path.join(build, "bin", "whymiss"), prog))
+        for cmd in cmds:
             if subprocess.run(cmd).returncode != 0:
                 print("cannot build: " + " ".join(cmd), file=sys.stderr)
                 return 2
         rows = [(c, n) for c in caches for n in threads]
-        got = {r: [] for r in rows}
+        got = {(b, c, n): [] for b in range(len(builds)) for c, n in rows}
         nat = {n: [] for n in threads}
         print(f"machine: {machine()}; commit {commit(root)}; {time.strftime('%Y-%m-%d %H:%M')}; "
               f"load {os.getloadavg()[0]:.2f}")
+        if a.baseline:
+            print(f"baseline: {builds[0]} {a.baseline_name}".rstrip())
         for _ in range(a.reps):
             for n in threads:
                 st, rss = peak_rss_mib(peak, [native, str(n)])
@@ -115,22 +130,34 @@ def main():
                     return 2
                 nat[n].append(rss)
             for c, n in rows:
-                argv = [whymiss, "record", "-o", os.path.join(tmp, "x.data")]
-                if c:
-                    argv += ["--cache", c]
-                st, rss = peak_rss_mib(peak, argv + ["--", exact, str(n)])
-                if st != 0:
-                    print(f"exact {c or 'detected'} {n} threads: exit status {st}", file=sys.stderr)
-                    return 2
-                got[(c, n)].append(rss)
-        print(f"\ncommand: {whymiss} record [--cache SPEC] -o x.data -- exact_memory N "
-              f"(median of {a.reps}; peak RSS in MiB)\n")
-        print("| cache | threads | native | exact mode | range | runtime's share |")
-        print("|---|---:|---:|---:|---:|---:|")
-        for c, n in rows:
-            m, mn = statistics.median(got[(c, n)]), statistics.median(nat[n])
-            lo, hi = min(got[(c, n)]), max(got[(c, n)])
-            print(f"| {c or 'detected'} | {n} | {mn:.0f} | {m:.0f} | {lo:.0f}-{hi:.0f} | {m - mn:.0f} |")
+                for b, (whymiss, prog) in enumerate(exact):
+                    argv = [whymiss, "record", "-o", os.path.join(tmp, "x.data")]
+                    if c:
+                        argv += ["--cache", c]
+                    st, rss = peak_rss_mib(peak, argv + ["--", prog, str(n)])
+                    if st != 0:
+                        print(f"{whymiss} {c or 'detected'} {n} threads: exit status {st}",
+                              file=sys.stderr)
+                        return 2
+                    got[(b, c, n)].append(rss)
+        print(f"\ncommand: BUILD/bin/whymiss record [--cache SPEC] -o x.data -- exact_memory N "
+              f"(median of {a.reps}; peak RSS in MiB; range = min-max over the reps)\n")
+        med = lambda v: statistics.median(v)
+        rng = lambda v: f"{min(v):.0f}-{max(v):.0f}"
+        if a.baseline:
+            print("| cache | threads | native | before | range | after | range | after/before |")
+            print("|---|---:|---:|---:|---:|---:|---:|---:|")
+            for c, n in rows:
+                b0, b1 = got[(0, c, n)], got[(1, c, n)]
+                print(f"| {c or 'detected'} | {n} | {med(nat[n]):.0f} | {med(b0):.0f} | {rng(b0)} "
+                      f"| {med(b1):.0f} | {rng(b1)} | {med(b1) / med(b0):.2f} |")
+        else:
+            print("| cache | threads | native | exact mode | range | runtime's share |")
+            print("|---|---:|---:|---:|---:|---:|")
+            for c, n in rows:
+                v = got[(0, c, n)]
+                print(f"| {c or 'detected'} | {n} | {med(nat[n]):.0f} | {med(v):.0f} | {rng(v)} "
+                      f"| {med(v) - med(nat[n]):.0f} |")
     return 0
 
 
