@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(build-essential g++ clang cmake ninja-build pkg-config
       libgtest-dev libgmock-dev libbenchmark-dev
       libdw-dev libelf-dev libzydis-dev libpfm4-dev
-      valgrind python3 time
+      valgrind python3 time libclang-rt-14-dev
       libprotobuf-dev protobuf-compiler zlib1g-dev golang-go)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -308,7 +308,7 @@ class RawDir {
   // The directory it was created in.
   std::string parent() const { return std::filesystem::path(path_).parent_path().string(); }
   // What the runtime wrote in raw().status: "" (never started), "started", "written",
-  // "error N".
+  // "error N", "disabled WHY".
   std::string status() const {
     std::ifstream f(raw() + ".status");
     std::string line;
@@ -341,6 +341,8 @@ std::string why_no_profile(const RawDir& dir, int status, const std::string& mod
     return how + "whymiss's " + mode + "-mode runtime never started in it" +
            (mode == "exact" ? " (did it exec a program not built with whymiss-cc?)"
                             : " (a set-user-ID program, or one that clears LD_PRELOAD, does not load it)");
+  if (st.rfind("disabled ", 0) == 0)
+    return how + "its runtime turned itself off at start: " + st.substr(9);
   if (st.rfind("error ", 0) == 0) {
     const int e = std::atoi(st.c_str() + 6);
     return how + "its runtime could not write it in '" + where + "' (" + std::strerror(e) + ")" +

@@ -14,6 +14,7 @@
 #include "cli/args.h"
 #include "cli/output.h"
 #include "model/geometry.h"
+#include "model/host_memory.h"
 #include "model/profile.h"
 #include "model/trace.h"
 #include "report/sim_report.h"
@@ -183,70 +184,45 @@ int simulate_main(int argc, char** argv, std::istream& in, std::ostream& out, st
     return 0;
   }
 
-  // Pass 1: validate the whole trace and number its threads before anything is simulated, so
-  // a malformed line produces an error and no report. Input that cannot be read twice (stdin,
-  // pipes) is kept in memory; regular files are read again in pass 2.
+  // One pass, in bounded memory: each access is simulated as it is read, so a trace of any
+  // length (a pipe, standard input) costs the simulator's state and a 64 KiB read buffer, never a
+  // copy of the trace. A malformed line still ends the run with its error and no report (the
+  // report is written only at the end). Simulated cores are created on first use, so the
+  // hierarchy is made for the most cores there can be and the report names those used.
   const bool from_stdin = o.trace == "-";
   const std::string name = from_stdin ? kStdinName : o.trace;
   std::ifstream file;
   if (!from_stdin) {
     if (Status st = open_trace(o.trace, &file); !st) return fail(st.error());
   }
-  std::error_code ec;
-  const bool buffer = from_stdin || !std::filesystem::is_regular_file(o.trace, ec);
-  ThreadIndex threads;
-  std::vector<TraceAccess> buffered;
-  uint64_t pass1_accesses = 0;
-  Status pass1 = read_trace(from_stdin ? in : file, name, [&](const TraceAccess& a) {
-    threads.add(a.thread);
-    ++pass1_accesses;
-    if (buffer) buffered.push_back(a);
-  });
-  if (!pass1) return fail(pass1.error());
-  if (file.is_open()) file.close();
-
   sim::Knobs knobs;
   knobs.concurrent = false;
   knobs.policy = o.policy;
   knobs.inclusive_llc = o.inclusive_llc;
-  if (o.cores_given) {
-    knobs.cores = o.cores;
-  } else if (threads.count() > kMaxCores) {
-    return fail("the trace has " + std::to_string(threads.count()) + " threads but at most " +
-                std::to_string(kMaxCores) +
-                " cores can be simulated; fold them onto fewer cores with --cores N");
-  } else {
-    knobs.cores = std::max<uint32_t>(1, threads.count());
-  }
+  knobs.cores = o.cores_given ? o.cores : kMaxCores;
+  knobs.memory_budget = simulator_memory_budget();
   auto h = sim::Hierarchy::create(o.geometry, knobs);
   if (!h) return fail(h.error());
   sim::Hierarchy& hier = *h.value();
   const uint32_t ncores = knobs.cores;
 
-  // Pass 2: simulate.
-  if (buffer) {
-    for (const TraceAccess& a : buffered) {
-      hier.access(threads.find(a.thread) % ncores, a.addr, a.size, a.write);
-    }
-  } else {
-    std::ifstream f;
-    if (Status st = open_trace(o.trace, &f); !st) return fail(st.error());
-    bool changed = false;
-    uint64_t pass2_accesses = 0;
-    Status st = read_trace(f, name, [&](const TraceAccess& a) {
-      uint32_t idx = threads.find(a.thread);
-      ++pass2_accesses;
-      if (idx == ThreadIndex::kNone) {
-        changed = true;
-        return;
+  ThreadIndex threads;
+  Status read = read_trace_until(from_stdin ? in : file, name, [&](const TraceAccess& a) -> Status {
+    const uint32_t before = threads.count();
+    const uint32_t core = threads.add(a.thread) % ncores;
+    if (threads.count() != before) {
+      if (!o.cores_given && threads.count() > kMaxCores) {
+        return make_error("the trace has more than " + std::to_string(kMaxCores) +
+                          " threads but at most " + std::to_string(kMaxCores) +
+                          " cores can be simulated; fold them onto fewer cores with --cores N");
       }
-      hier.access(idx % ncores, a.addr, a.size, a.write);
-    });
-    if (!st) return fail(st.error());
-    if (changed || pass2_accesses != pass1_accesses) {
-      return fail("trace '" + o.trace + "' changed while it was being simulated");
+      if (Status st = hier.add_core(core); !st) return st;
     }
-  }
+    hier.access(core, a.addr, a.size, a.write);
+    return Ok{};
+  });
+  if (!read) return fail(read.error());
+  if (!o.cores_given) knobs.cores = std::max<uint32_t>(1, threads.count());
 
   SimReport report;
   report.trace = o.trace;

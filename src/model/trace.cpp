@@ -174,6 +174,14 @@ Result<bool> parse_trace_line(std::string_view line, TraceAccess* out) {
 
 Status read_trace(std::istream& in, const std::string& name,
                   const std::function<void(const TraceAccess&)>& sink) {
+  return read_trace_until(in, name, [&](const TraceAccess& a) -> Status {
+    sink(a);
+    return Ok{};
+  });
+}
+
+Status read_trace_until(std::istream& in, const std::string& name,
+                        const std::function<Status(const TraceAccess&)>& sink) {
   // Reads in 64 KiB chunks and splits lines by hand: iostream getline per line is several
   // times slower on traces of hundreds of MB. The buffer doubles while a line does not fit.
   std::vector<char> buf(kReadChunk);
@@ -191,7 +199,7 @@ Status read_trace(std::istream& in, const std::string& name,
     TraceAccess a;
     Result<bool> r = parse_trace_line(line, &a);
     if (!r.ok()) return fail(lineno, r.error());
-    if (r.value()) sink(a);
+    if (r.value()) return sink(a);
     return Ok{};
   };
 

@@ -29,7 +29,13 @@ Result<bool> parse_trace_line(std::string_view line, TraceAccess* out);
 
 // Streams every access of `in` to `sink`. On the first malformed line returns
 // "NAME:LINE: what is wrong" and stops; the sink has then seen only the lines before it.
+// Reads in 64 KiB chunks: memory stays bounded (the chunk, grown only for a line longer than
+// it, up to the longest line accepted) however long the trace, so `in` may be a pipe.
 Status read_trace(std::istream& in, const std::string& name,
                   const std::function<void(const TraceAccess&)>& sink);
+// The same, for a sink that may give up: the first error it returns stops the reading and is
+// returned as it is (no file:line is added; nothing after that access is read).
+Status read_trace_until(std::istream& in, const std::string& name,
+                        const std::function<Status(const TraceAccess&)>& sink);
 
 }  // namespace whymiss

@@ -2,16 +2,16 @@
 
 namespace whymiss::sim {
 
+static_assert(Mesi::I == Mesi{0}, "a zeroed Entry must be Entry{}");
+
 Result<std::unique_ptr<Cache>> Cache::make(uint64_t sets, uint32_t ways, Policy p, uint64_t seed) {
-  auto repl = Replacement::make(p, sets, ways, seed);
-  if (!repl) return Error{repl.error()};
   std::unique_ptr<Cache> c(new Cache);
   c->set_mask_ = sets - 1;
   c->sets_ = sets;
   c->pow2_ = (sets & (sets - 1)) == 0;
   c->ways_ = ways;
   c->tag_.assign(sets * ways, kInvalid);
-  c->entry_.assign(sets * ways, Entry{});
+  c->entry_ = make_zeroed<Entry>(sets * ways);
   while ((uint64_t(1) << c->set_bits_) < sets) ++c->set_bits_;
   c->rows_ = ways <= 16;
   c->way_mask_ = ways >= 32 ? ~0u : (1u << ways) - 1;
@@ -27,7 +27,13 @@ Result<std::unique_ptr<Cache>> Cache::make(uint64_t sets, uint32_t ways, Policy 
       for (uint64_t s = 0; s < sets; ++s)
         for (uint32_t w = 0; w < 16; ++w) c->row_ptr(uint32_t(s))[16 + w] = uint8_t(w < ways ? w : 0x7F);
   }
-  if (c->kind_ != Kind::Ranks) c->repl_ = std::move(repl.value());
+  // (Kind::Ranks keeps recency in the rows: no separate state, whose per-way stamps would cost
+  // more than the tags.)
+  if (c->kind_ != Kind::Ranks) {
+    auto repl = Replacement::make(p, sets, ways, seed);
+    if (!repl) return Error{repl.error()};
+    c->repl_ = std::move(repl.value());
+  }
   return c;
 }
 

@@ -23,6 +23,7 @@
 
 #include "sim/replacement.h"
 #include "sim/sim.h"
+#include "sim/zeroed.h"
 
 namespace whymiss::sim {
 
@@ -161,7 +162,7 @@ class Cache {
   uint32_t way_mask_ = 0;
   bool rows_ = false;  // ways <= 16: fingerprint rows in use
   std::vector<uint64_t> tag_;
-  std::vector<Entry> entry_;
+  ZeroedArray<Entry> entry_;  // Entry{} is all zero bytes (see Cache::make)
   std::vector<uint8_t> meta_buf_;  // rows_: 32 bytes per set, plus slack for alignment
   uint8_t* meta_ = nullptr;        // meta_buf_ aligned to 64: a set's block never straddles lines
   Kind kind_ = Kind::Lru;

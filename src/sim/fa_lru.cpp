@@ -7,13 +7,19 @@
 namespace whymiss::sim {
 
 FaLru::FaLru(uint64_t capacity_lines) : cap_(uint32_t(capacity_lines ? capacity_lines : 1)) {
-  size_t tsize = 8;  // at least 8 slots: fp_of puts three line bits in the home
-  uint32_t bits = 3;
-  while (tsize < size_t(cap_) * 2) tsize <<= 1, ++bits;  // load factor <= 1/2
-  table_.assign(tsize, Slot{0, kNil});
-  mask_ = tsize - 1;
-  shift_ = 32 - bits;  // a table has at most 2^31 slots (2^30 lines)
-  nodes_.resize(cap_);
+  max_slots_ = 8;  // at least 8 slots: fp_of puts three line bits in the home
+  while (max_slots_ < size_t(cap_) * 2) max_slots_ <<= 1;  // load factor <= 1/2 when full
+  resize_table(std::min<size_t>(max_slots_, kFirstSlots));
+  nodes_.resize(std::min<size_t>(cap_, kFirstSlots / 2));
+}
+
+void FaLru::resize_table(size_t slots) {
+  table_.assign(slots, Slot{0, kNil});
+  mask_ = slots - 1;
+  shift_ = 32 - uint32_t(__builtin_ctzll(slots));  // a table has at most 2^31 slots (2^30 lines)
+  // Homes depend on the table's size: every line goes in again (in node order, which Robin Hood
+  // insertion does not mind).
+  for (uint32_t n = 0; n < size_; ++n) table_insert(Slot{fp_of(nodes_[n].key), n});
 }
 
 __attribute__((always_inline)) inline uint32_t FaLru::find(uint64_t line) const {
@@ -99,6 +105,10 @@ bool FaLru::access_slow(uint64_t line) {
       nodes_[n].stamp = ++clock_;
       return true;
     }
+    // Memory follows the footprint: twice the table and the nodes when they are full enough.
+    if (size_t(size_ + 1) * 2 > table_.size() && table_.size() < max_slots_)
+      resize_table(table_.size() * 2);
+    if (size_ == nodes_.size()) nodes_.resize(std::min<size_t>(cap_, nodes_.size() * 2));
     n = size_++;
     nodes_[n].key = line;
     nodes_[n].stamp = ++clock_;

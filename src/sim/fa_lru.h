@@ -13,6 +13,11 @@
 // slots homed at or before its own, instead of walking to the end of the cluster: the absent
 // case is what the shadows of small levels see on almost every access.
 //
+// Memory follows the footprint until the cache is full: the table starts at kFirstSlots slots and
+// doubles (every line re-homed) whenever it would pass load factor 1/2, the nodes double when all
+// are used; a 300 MiB level's shadow (~210 MiB when full) costs a program that touches 10 MiB of
+// lines a few MiB. Full, it is as before: 2^k >= 2 x capacity slots, one node per line.
+//
 // Recency order is only needed once the cache is full (it decides what to evict). Until then a
 // node keeps the time of its last access instead of list links, so a hit is a lookup and a store,
 // not an unlink and a push; the list is built by sorting on those times when the cache fills.
@@ -73,6 +78,8 @@ class FaLru {
   void push_front(uint32_t n);
   void table_insert(Slot s);
   void table_erase(uint64_t line, uint32_t n);  // n: line's node
+  void resize_table(size_t slots);  // a power of two; re-homes every line
+  static constexpr size_t kFirstSlots = 256;
 
   uint32_t cap_;
   uint32_t size_ = 0;
@@ -81,6 +88,7 @@ class FaLru {
   uint64_t mru_ = ~uint64_t(0);     // the most recently accessed line (never a line address)
   std::vector<Node> nodes_;
   std::vector<Slot> table_;  // power of two, load factor <= 1/2
+  size_t max_slots_;         // its size once the cache is full
   uint32_t shift_;           // 32 - log2(table size)
   size_t mask_;
 };

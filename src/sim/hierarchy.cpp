@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <mutex>
+#include <new>
+#include <string>
 
 #include "sim/cache.h"
 #include "sim/departures.h"
@@ -17,6 +20,17 @@ namespace {
 
 constexpr uint32_t kMaxCores = 1024;
 constexpr uint64_t kNone = Cache::kInvalid;
+
+// An estimate in bytes for a sentence: "930 MiB", "1.1 GiB" (binary units, 3 significant digits).
+std::string approx_size(uint64_t bytes) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = double(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 5) v /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 || v >= 100 ? "%.0f %s" : "%.3g %s", v, units[u]);
+  return buf;
+}
 
 // A ticket lock: fair, so threads contending for one shard take turns access by access, as
 // cores contending for a line do. (An unfair lock lets the releasing thread win again and again,
@@ -111,12 +125,17 @@ struct Hierarchy::Impl {
   SpinLock shared_shadow_lock;
 
   ~Impl() {
-    for (uint32_t i = 0; i < knobs.cores; ++i) delete cores[i].load();
+    if (cores)  // (absent when create ran out of memory before making it)
+      for (uint32_t i = 0; i < knobs.cores; ++i) delete cores[i].load();
   }
 
   uint64_t seed_for(uint32_t core, size_t level) const {
     return knobs.seed * 1000003u + core * 131u + level;
   }
+
+  // Estimated bytes: of one core's private levels, and of everything created so far.
+  uint64_t core_cost = 0;
+  std::atomic<uint64_t> bytes{0};
 
   CoreState& core(uint32_t id) {
     CoreState* c = cores[id].load(std::memory_order_acquire);
@@ -124,7 +143,13 @@ struct Hierarchy::Impl {
     std::lock_guard<std::mutex> g(create_mu);
     c = cores[id].load(std::memory_order_relaxed);
     if (c) return *c;
-    c = new CoreState;
+    return make_core(id);
+  }
+
+  // Creates core `id`; the caller holds create_mu and checked it is absent. Throws
+  // std::bad_alloc, having published nothing, when memory runs out.
+  CoreState& make_core(uint32_t id) {
+    auto c = std::make_unique<CoreState>();
     for (size_t l = 0; l < npriv; ++l) {
       const LevelGeometry& lg = geo.levels[l];
       c->priv.push_back(std::move(Cache::make(lg.sets(), lg.ways, knobs.policy, seed_for(id, l)).value()));
@@ -143,11 +168,13 @@ struct Hierarchy::Impl {
     c->memo.line_shift = line_shift;
     c->memo.line_bytes = uint32_t(1) << line_shift;
     c->memo.granule_shift = granule_shift;
-    cores[id].store(c, std::memory_order_release);
+    CoreState* p = c.release();
+    cores[id].store(p, std::memory_order_release);
     uint32_t n = created.load(std::memory_order_relaxed);
     created_ids[n] = id;
     created.store(n + 1, std::memory_order_release);
-    return *c;
+    bytes.fetch_add(core_cost, std::memory_order_relaxed);
+    return *p;
   }
 
   uint64_t granule_mask(uint64_t addr, uint64_t len) const {
@@ -512,7 +539,28 @@ Result<std::unique_ptr<Hierarchy>> Hierarchy::create(const CacheGeometry& g, con
     auto r = Replacement::make(k.policy, 1, lg.ways, 0);
     if (!r) return Error{lg.name + ": " + r.error()};
   }
+  // One core and the shared level must fit, or nothing can be simulated at all.
+  const uint64_t core_cost = core_bytes(g, k.policy);
+  const uint64_t shared_cost = g.levels.size() >= 2 ? level_bytes(g.levels.back(), k.policy) : 0;
+  if (k.memory_budget && core_cost + shared_cost > k.memory_budget)
+    return make_error("simulating " + g.to_spec() + " takes " +
+                      approx_size(core_cost + shared_cost) + " for the first core" +
+                      (shared_cost ? " and the shared level" : "") + ", but only " +
+                      approx_size(k.memory_budget) + " of memory is available; use smaller levels");
+  try {
+    return create_unchecked(g, k, core_cost, shared_cost);
+  } catch (const std::bad_alloc&) {
+    return make_error("cannot allocate the " + approx_size(shared_cost + core_cost) +
+                      " that simulating " + g.to_spec() + " takes; use smaller levels");
+  }
+}
+
+Result<std::unique_ptr<Hierarchy>> Hierarchy::create_unchecked(const CacheGeometry& g,
+                                                               const Knobs& k, uint64_t core_cost,
+                                                               uint64_t shared_cost) {
   auto m = std::make_unique<Impl>();
+  m->core_cost = core_cost;
+  m->bytes = shared_cost;
   m->geo = g;
   m->knobs = k;
   m->concurrent = k.concurrent;
@@ -643,6 +691,57 @@ uint32_t Hierarchy::rivals_within(uint32_t core, uint64_t line, uint64_t lo_line
   const size_t distinct = size_t(std::unique(buf, buf + n) - buf);
   return uint32_t(std::min<size_t>(distinct, enough));
 }
+
+
+uint64_t Hierarchy::level_bytes(const LevelGeometry& lg, Policy p) {
+  const uint64_t sets = lg.sets(), lines = sets * lg.ways;
+  uint64_t b = lines * (sizeof(uint64_t) + sizeof(Entry));  // tags and entries
+  if (lg.ways <= 16) b += sets * 32 + 64;                    // fingerprint and rank rows
+  if (p == Policy::LRU && lg.ways > 16) b += sets * (lg.ways + 1) * sizeof(uint64_t);  // stamps
+  if (p == Policy::TreePLRU && lg.ways > 1) b += sets * sizeof(uint64_t);
+  // The shadow: a 16-byte node per line, 8-byte slots at load factor <= 1/2 (see FaLru).
+  uint64_t slots = 8;
+  while (slots < lines * 2) slots <<= 1;
+  return b + lines * 16 + slots * 8;
+}
+
+uint64_t Hierarchy::core_bytes(const CacheGeometry& g, Policy p) {
+  const size_t npriv = g.levels.size() >= 2 ? g.levels.size() - 1 : g.levels.size();
+  uint64_t b = sizeof(CoreState);
+  for (size_t l = 0; l < npriv; ++l) b += level_bytes(g.levels[l], p);
+  if (!g.levels.empty()) {  // the L1 victim log (rivals_within), when it is kept
+    const uint64_t sets = g.levels[0].sets(), depth = 2 * uint64_t(g.levels[0].ways);
+    if (sets * depth * sizeof(uint64_t) <= kMaxVictimLogBytes) b += sets * depth * sizeof(uint64_t) + sets * 4;
+  }
+  return b;
+}
+
+Status Hierarchy::add_core(uint32_t core) {
+  Impl& m = *impl_;
+  const uint32_t id = core % m.knobs.cores;
+  if (m.cores[id].load(std::memory_order_acquire)) return Ok{};
+  std::lock_guard<std::mutex> g(m.create_mu);
+  if (m.cores[id].load(std::memory_order_relaxed)) return Ok{};
+  const uint64_t in_use = m.bytes.load(std::memory_order_relaxed);
+  const uint32_t n = m.created.load(std::memory_order_relaxed);
+  if (m.knobs.memory_budget && in_use + m.core_cost > m.knobs.memory_budget)
+    return make_error("a simulated core of " + m.geo.to_spec() + " takes " +
+                      approx_size(m.core_cost) + ", and " + std::to_string(n) +
+                      (n == 1 ? " core" : " cores") + " already take " + approx_size(in_use) +
+                      " of the " + approx_size(m.knobs.memory_budget) +
+                      " of memory available; use smaller private levels or fewer cores (--cores)");
+  try {
+    m.make_core(id);
+  } catch (const std::bad_alloc&) {
+    return make_error("cannot allocate the " + approx_size(m.core_cost) + " a simulated core of " +
+                      m.geo.to_spec() + " takes (" + std::to_string(n) +
+                      (n == 1 ? " core" : " cores") +
+                      " exist); use smaller private levels or fewer cores (--cores)");
+  }
+  return Ok{};
+}
+
+uint64_t Hierarchy::bytes_in_use() const { return impl_->bytes.load(std::memory_order_relaxed); }
 
 void Hierarchy::set_concurrent(bool on) {
   impl_->concurrent = on;

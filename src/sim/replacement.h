@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/sim.h"
+#include "sim/zeroed.h"
 
 namespace whymiss::sim {
 
@@ -30,7 +31,8 @@ class Replacement {
 // touch reads and writes one small contiguous block.
 class Lru final : public Replacement {
  public:
-  Lru(uint64_t sets, uint32_t ways) : stride_(ways + 1), ways_(ways), stamp_(sets * stride_, 0) {}
+  Lru(uint64_t sets, uint32_t ways)
+      : stride_(ways + 1), ways_(ways), stamp_(make_zeroed<uint64_t>(sets * stride_)) {}
   void touch(uint32_t set, uint32_t way) override {
     uint64_t* s = &stamp_[size_t(set) * stride_];
     s[1 + way] = ++s[0];
@@ -51,7 +53,7 @@ class Lru final : public Replacement {
 
  private:
   uint32_t stride_, ways_;
-  std::vector<uint64_t> stamp_;  // per set: [clock, stamp of way 0, ..., stamp of way ways-1]
+  ZeroedArray<uint64_t> stamp_;  // per set: [clock, stamp of way 0, ..., stamp of way ways-1]
 };
 
 // Binary-tree pseudo-LRU: ways-1 node bits per set in heap order (node 1 is the root); a bit

@@ -55,6 +55,11 @@ struct Knobs {
                                      // the per-core lock is skipped (shard locks stay)
   uint32_t max_shards = 64;    // upper bound on lock shards (power of two)
   uint64_t seed = 1;           // for Policy::Random
+  // Bytes the simulator may take for its caches and shadows, as Hierarchy::level_bytes estimates
+  // them before anything is allocated; 0 = no limit. create() refuses a geometry whose shared
+  // level and first core exceed it, add_core() a core that would take the total past it: one
+  // sentence instead of an allocation failure or the OOM killer (a 1 GiB L1 costs ~1 GiB a core).
+  uint64_t memory_budget = 0;
 };
 
 enum class Mesi : uint8_t { I = 0, S, E, M };
@@ -183,8 +188,14 @@ class Hierarchy {
  public:
   // Largest level it will model: its tags and fully-associative shadow cost ~56 bytes a line.
   static constexpr uint64_t kMaxLevelBytes = uint64_t(1) << 30;
-  // Fails with one sentence on an invalid geometry or knobs.
+  // Fails with one sentence on an invalid geometry or knobs, or when the shared level and one
+  // core would not fit in knobs.memory_budget or cannot be allocated. Never throws.
   static Result<std::unique_ptr<Hierarchy>> create(const CacheGeometry& g, const Knobs& k);
+  // What one level of the geometry costs in memory (its tags, entries, replacement state and
+  // fully-associative shadow), and one core's private levels together. First-touch sets, which
+  // grow with the footprint, are not included.
+  static uint64_t level_bytes(const LevelGeometry& lg, Policy p);
+  static uint64_t core_bytes(const CacheGeometry& g, Policy p);
   ~Hierarchy();
   Hierarchy(const Hierarchy&) = delete;
   Hierarchy& operator=(const Hierarchy&) = delete;
@@ -207,6 +218,16 @@ class Hierarchy {
   // instance: called by the only thread there is, before it creates the next one; pthread_create
   // orders the new thread after it). Counters and state carry over unchanged.
   void set_concurrent(bool on);
+
+  // Creates core `core`'s private levels now (core % knobs.cores), unless they exist. Fails with
+  // one sentence, having created nothing, when they would take the simulator past
+  // knobs.memory_budget or cannot be allocated. Never throws. Cores are created on first use:
+  // access() and hit_memo() create a core nobody added, and may then throw std::bad_alloc, so a
+  // caller that must not fail (exact mode, inside someone else's program) adds every core first.
+  // Same threading contract as access().
+  Status add_core(uint32_t core);
+  // Bytes the created cores and the shared level take (level_bytes' estimate).
+  uint64_t bytes_in_use() const;
 
   // Core `core`'s memo (created with the core; lives as long as the Hierarchy). See HitMemo for
   // when a caller may use it.
@@ -235,6 +256,10 @@ class Hierarchy {
  private:
   struct Impl;
   explicit Hierarchy(std::unique_ptr<Impl> impl);
+  // create() past its checks; throws std::bad_alloc.
+  static Result<std::unique_ptr<Hierarchy>> create_unchecked(const CacheGeometry& g, const Knobs& k,
+                                                             uint64_t core_cost,
+                                                             uint64_t shared_cost);
   std::unique_ptr<Impl> impl_;
 };
 

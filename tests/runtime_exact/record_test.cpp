@@ -49,7 +49,8 @@ struct Whymiss {
   }
 };
 
-Whymiss start(const std::vector<std::string>& args, const std::string& cwd) {
+// as_limit: RLIMIT_AS for whymiss and the program (0 = unchanged).
+Whymiss start(const std::vector<std::string>& args, const std::string& cwd, uint64_t as_limit = 0) {
   Whymiss w;
   w.err_path = cwd + "/../" + fs::path(cwd).filename().string() + ".stderr";
   int fds[2];
@@ -62,6 +63,10 @@ Whymiss start(const std::vector<std::string>& args, const std::string& cwd) {
     dup2(e, 2);
     const rlimit no_core{0, 0};
     setrlimit(RLIMIT_CORE, &no_core);  // (SIGQUIT's default action dumps core)
+    if (as_limit) {
+      const rlimit as{rlim_t(as_limit), rlim_t(as_limit)};
+      if (setrlimit(RLIMIT_AS, &as) != 0) _exit(125);
+    }
     if (chdir(cwd.c_str()) != 0) _exit(126);
     std::vector<char*> argv{const_cast<char*>(WHYMISS_BIN)};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -113,8 +118,9 @@ std::string slurp(const std::string& p) {
 }
 
 // Runs whymiss to the end in `cwd`; returns its exit status, and its stderr in *err.
-int run(const std::vector<std::string>& args, const std::string& cwd, std::string* err) {
-  Whymiss w = start(args, cwd);
+int run(const std::vector<std::string>& args, const std::string& cwd, std::string* err,
+        uint64_t as_limit = 0) {
+  Whymiss w = start(args, cwd, as_limit);
   reaches_eof(w.out);
   int st = wait_status(w.pid);
   *err = slurp(w.err_path);
@@ -197,6 +203,45 @@ TEST(Record, MissingProfileNamesTheCause) {
   EXPECT_EQ(run({"record", "-o", dir.file("p.data"), "--", WHYMISS_TRUST_PROG, "setuid"}, dir.path, &err), 2);
   EXPECT_NE(err.find("(Permission denied); did the program drop its privileges?"), std::string::npos) << err;
   EXPECT_TRUE(dir.entries().empty());
+}
+
+// #11: a geometry the memory left cannot hold turns the runtime off at start, with a sentence;
+// the program runs on to its own exit status. (It used to die of the simulator's bad_alloc.)
+TEST(Record, GeometryTooBigForMemoryTurnsTheRuntimeOff) {
+  TempDir dir;
+  std::string err;
+  EXPECT_EQ(run({"record", "-o", dir.file("p.data"), "--cache", "L1=1G:16:64", "--",
+                 WHYMISS_TRUST_PROG, "threads", "2"},
+                dir.path, &err, uint64_t(1536) << 20), 2);
+  EXPECT_NE(err.find("the program exited with status 5 without leaving a profile: its runtime "
+                     "turned itself off at start: simulating L1=1G:16:64 takes 928 MiB for the "
+                     "first core, but only "), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_TRUE(dir.entries().empty());
+}
+
+// #11: threads whose simulated cores no longer fit run unrecorded; the program runs on to its own
+// exit status, and the profile says which and why. (A thread's core used to be allocated on its
+// first access, and a bad_alloc there aborted the program.)
+TEST(Record, CoresPastTheMemoryLeftLeaveThreadsUnrecorded) {
+  TempDir dir;
+  std::string err;
+  // ~58 MiB a core (a 64 MiB L1's tags and shadow): a few fit under 1.5 GiB of address space
+  // (half of it the runtime's own heap reservation), not 17.
+  ASSERT_EQ(run({"record", "-o", dir.file("p.data"), "--cache", "L1=64M:16:64", "--",
+                 WHYMISS_TRUST_PROG, "threads", "16"},
+                dir.path, &err, uint64_t(1536) << 20), 0) << err;
+  auto p = whymiss::profile::read_profile(dir.file("p.data"));
+  ASSERT_TRUE(p) << p.error();
+  EXPECT_EQ(p->meta.exit_code, 5);
+  EXPECT_GT(p->meta.accesses, 0u);
+  bool noted = false;
+  for (const auto& n : p->notes)
+    noted |= n.severity == 1 && n.text.find(" not recorded (") != std::string::npos &&
+             n.text.find("a simulated core of L1=64M:16:64 takes ") != std::string::npos;
+  EXPECT_TRUE(noted) << "no note on the threads left out";
+  EXPECT_LT(p->threads.size(), 17u);
+  EXPECT_GE(p->threads.size(), 1u);
 }
 
 }  // namespace

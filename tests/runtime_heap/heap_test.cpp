@@ -205,6 +205,38 @@ TEST(PrivateHeap, RuntimeAllocationsArePrivateAndUnrecorded) {
   EXPECT_EQ(rt::dropped_objects(), before);
 }
 
+// The runtime's calloc of a big block (the simulator's entries and LRU stamps): zero, also when
+// the block reuses a freed one the runtime wrote, and without its pages being written (a table
+// a program barely uses must cost only what it uses; issue #19, item 13).
+TEST(PrivateHeap, BigCallocIsZeroAndLeavesPagesUntouched) {
+  const size_t big = size_t{64} << 20;
+  auto resident = [](void* p, size_t n) {
+    std::vector<unsigned char> v((n + 4095) / 4096);
+    if (mincore(p, n, v.data()) != 0) return size_t{0};
+    size_t r = 0;
+    for (unsigned char b : v) r += b & 1;
+    return r * 4096;
+  };
+  unsigned char* a;
+  {
+    InRuntime in;
+    a = static_cast<unsigned char*>(opaque(calloc(1, big)));
+  }
+  ASSERT_TRUE(rt::is_private(a));
+  EXPECT_LT(resident(a, big), big / 8) << "calloc wrote the block's pages";
+  memset(opaque(a), 0xa5, big);
+  free(a);
+  unsigned char* b;
+  {
+    InRuntime in;
+    b = static_cast<unsigned char*>(opaque(calloc(big / 16, 16)));
+  }
+  ASSERT_TRUE(rt::is_private(b));
+  EXPECT_EQ(b, a);  // the freed extent, reused
+  for (size_t i = 0; i < big; i += 4093) ASSERT_EQ(b[i], 0) << "at " << i;
+  free(b);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Object store
 

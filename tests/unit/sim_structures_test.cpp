@@ -38,7 +38,7 @@ bool reference_access(std::deque<uint64_t>& ref, uint64_t key, uint64_t cap) {
 }
 
 TEST(FaLru, MatchesReferenceOnRandomStreams) {
-  for (uint64_t cap : {1u, 2u, 7u, 64u, 300u}) {
+  for (uint64_t cap : {1u, 2u, 7u, 64u, 300u, 5000u}) {
     FaLru f(cap);
     std::deque<uint64_t> ref;  // MRU at front
     std::mt19937_64 rng(cap);

@@ -222,9 +222,7 @@ WM_EXPORT void* calloc(size_t count, size_t each) noexcept {
       errno = ENOMEM;
       return nullptr;
     }
-    void* p = rt::private_alloc(n);
-    if (p != nullptr) memset(p, 0, n);  // recycled blocks are not zero
-    return private_or_enomem(p);
+    return private_or_enomem(rt::private_alloc_zeroed(n));
   }
   void* p = __libc_calloc(count, each);
   if (p != nullptr) maybe_track(p, count * each, WM_CALLER);

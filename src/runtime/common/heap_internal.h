@@ -84,6 +84,8 @@ class HeapGuard {
 // `align` is a power of two; any value up to 1 MiB costs nothing extra for sizes up to 1 MiB
 // (size classes are naturally aligned). nullptr when exhausted or re-entered.
 void* private_alloc_aligned(size_t size, size_t align) noexcept;
+// private_alloc with the block's bytes zero (calloc), without writing a big block's pages.
+void* private_alloc_zeroed(size_t size) noexcept;
 void* private_realloc(void* p, size_t size) noexcept;  // p must be private (or nullptr)
 size_t private_usable_size(const void* p) noexcept;    // p must be private
 // Bytes of address space reserved for the private region (0 before first use); for tests.

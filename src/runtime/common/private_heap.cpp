@@ -337,6 +337,17 @@ void* private_alloc(size_t size) noexcept {
   return big_alloc(size, 16);
 }
 
+void* private_alloc_zeroed(size_t size) noexcept {
+  if (!ready()) return nullptr;
+  // A big block's pages were never touched, were released with MADV_DONTNEED when freed, or are
+  // a fresh mapping: zero already. Left untouched, a large table (the simulator's entries) costs
+  // memory only where it is used. Class blocks are recycled: cleared.
+  if (size > (size_t{1} << kMaxShift)) return big_alloc(size, 16);
+  void* p = private_alloc(size);
+  if (p != nullptr) memset(p, 0, size);
+  return p;
+}
+
 void* private_alloc_aligned(size_t size, size_t align) noexcept {
   if (align <= 16) return private_alloc(size);
   if (align <= (size_t{1} << kMaxShift) && size <= (size_t{1} << kMaxShift)) {

@@ -77,6 +77,16 @@ void note_profile_written(int err) {
   errno = saved_errno;
 }
 
+void note_runtime_disabled(const char* why) {
+  const int saved_errno = errno;
+  char text[1024] = "disabled ";
+  size_t len = 9;
+  for (const char* p = why; *p && len + 2 < sizeof text; ++p) text[len++] = *p == '\n' ? ' ' : *p;
+  text[len++] = '\n';
+  write_status(text, len);
+  errno = saved_errno;
+}
+
 void read_command_line(char* out, size_t n) {
   if (n == 0) return;
   out[0] = '\0';

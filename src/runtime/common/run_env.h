@@ -22,6 +22,10 @@ bool profile_output_from_env(char* out, size_t n);
 // program closed it, and the number may now be one of the program's files).
 void note_profile_written(int err);
 
+// Records in "<path>.status" that the runtime turned itself off and why ("disabled WHY", one
+// line): the recording tool then says so when no profile appears. Same safety as above.
+void note_runtime_disabled(const char* why);
+
 // The program and its arguments, space-joined, from /proc/self/cmdline into out[n] (always
 // NUL-terminated; empty when unreadable).
 void read_command_line(char* out, size_t n);

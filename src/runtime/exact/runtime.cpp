@@ -18,10 +18,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
 
+#include "model/host_memory.h"
 #include "model/profile.h"
 #include "runtime/common/heap.h"
 #include "runtime/common/inside.h"
@@ -137,6 +140,11 @@ struct Global {
   char output[4096] = {};
   char command[4096] = {};
   char geometry_source[512] = {};  // (with the reason when detection fell back to defaults)
+  // Why a thread got no simulated core (Hierarchy::add_core's sentence; the first refusal),
+  // for the profile's notes. Written once, under core_refused's exchange.
+  std::atomic<bool> core_refused{false};
+  std::atomic<uint64_t> threads_without_core{0};
+  char core_refusal[512] = {};
 };
 constinit Global g;
 
@@ -191,6 +199,8 @@ void init() {
   if (const char* spec = std::getenv("WHYMISS_CACHE"); spec && *spec) {
     auto r = parse_cache_spec(spec);
     if (!r) {
+      const std::string why = "WHYMISS_CACHE '" + std::string(spec) + "' is invalid: " + r.error();
+      note_runtime_disabled(why.c_str());
       g.state.store(kDisabled);
       return;
     }
@@ -218,8 +228,13 @@ void init() {
   const bool threaded = has_other_threads();
   k.concurrent = threaded;
   g.concurrent.store(threaded, std::memory_order_relaxed);
+  // The simulator takes at most the memory there is now: a geometry too big for it (or a core
+  // per thread past it, see attach_thread) is refused with a sentence, never left to bad_alloc
+  // or the OOM killer, which would take the program down with it.
+  k.memory_budget = simulator_memory_budget();
   auto h = sim::Hierarchy::create(geo, k);
   if (!h) {
+    note_runtime_disabled(h.error().c_str());
     g.state.store(kDisabled);
     return;
   }
@@ -289,6 +304,18 @@ void enable_held_hits(ThreadState* t) {
     t_hit = HitPath{g.sim->hit_memo(t->core), &t->ips, &t->accesses, &t->lane, &t->busy};
 }
 
+// Makes sure simulated core `core` exists before a thread uses it (Hierarchy::add_core): false
+// when the simulator cannot have it (memory), and the first such sentence is kept for the notes.
+// The thread then runs unrecorded, like one past the last core; the program never notices.
+bool core_for(uint32_t core) {
+  Status st = g.sim->add_core(core);
+  if (st) return true;
+  g.threads_without_core.fetch_add(1, std::memory_order_relaxed);
+  if (!g.core_refused.exchange(true))
+    std::strncpy(g.core_refusal, st.error().c_str(), sizeof g.core_refusal - 1);
+  return false;
+}
+
 ThreadState* attach_thread() {
   if (g.state.load(std::memory_order_acquire) != kRecording) return nullptr;
   Inside in;
@@ -299,6 +326,7 @@ ThreadState* attach_thread() {
   uint32_t index = t_preassigned ? t_preassigned - 1 : g.next_index.fetch_add(1);
   void* mem = nullptr;
   if (unsafe || index >= kMaxThreads || (g.one_per_core && index >= g.cores) ||
+      !core_for(index % g.cores) ||
       !(mem = private_alloc(sizeof(ThreadState) + alignof(ThreadState)))) {
     g.unrecorded_threads.fetch_add(1, std::memory_order_relaxed);
     t_unrecorded = true;
@@ -804,6 +832,15 @@ void finish(int term_signal) {
   if (steps) g.merged_steps.export_to(steps);
   meta.threads_seen = nthreads;
   meta.folded = nthreads > g.cores;
+  profile::NoteRecord notes[1];
+  size_t nnotes = 0;
+  if (uint64_t n = g.threads_without_core.load(); n && strings.data) {
+    char text[768];
+    std::snprintf(text, sizeof text, "%llu thread%s not recorded (%s accesses are dropped): %s",
+                  (unsigned long long)n, n == 1 ? " was" : "s were", n == 1 ? "its" : "their",
+                  g.core_refusal);
+    notes[nnotes++] = {strings.add(text), 1};
+  }
   profile::SectionData s[] = {
       {profile::Section::Meta, sizeof meta, 1, &meta},
       {profile::Section::Levels, sizeof(profile::LevelRecord), g.nlevels, levels},
@@ -816,6 +853,7 @@ void finish(int term_signal) {
       {profile::Section::Objects, sizeof(profile::ObjectRecord), nobj, objects},
       {profile::Section::Sites, sizeof(profile::SiteRecord), nsites, sites},
       {profile::Section::MissSteps, sizeof(profile::StepRecord), steps ? g.merged_steps.size() : 0, steps},
+      {profile::Section::Notes, sizeof(profile::NoteRecord), nnotes, notes},
   };
   note_profile_written(profile::write_profile_sections(g.output, s, sizeof s / sizeof s[0]));
   g.written.store(true, std::memory_order_release);
