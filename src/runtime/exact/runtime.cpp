@@ -31,6 +31,7 @@
 #include "runtime/common/signal_guard.h"
 #include "runtime/common/tables.h"
 #include "runtime/exact/access_sink.h"
+#include "runtime/exact/cpu_sampler.h"
 #include "runtime/exact/hit_path.h"
 #include "runtime/exact/relay.h"
 #include "runtime/exact/thread_order.h"
@@ -241,6 +242,7 @@ void init() {
   g.membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
   // Fatal and terminating signals write the profile first (common/signal_guard.h).
   sig::install_fatal_guards(finish, g.pid);
+  cpu::start(g.pid);  // where the CPU time goes: instrumented code or not (cpu_sampler.h)
   g.state.store(kRecording, std::memory_order_release);
 }
 
@@ -332,6 +334,7 @@ ThreadState* attach_thread() {
   g.threads[index].store(t, std::memory_order_release);
   pthread_setspecific(g.key, t);
   t_state = t;
+  cpu::thread_start(index);
   return t;
 }
 
@@ -804,7 +807,7 @@ void finish(int term_signal) {
   if (steps) g.merged_steps.export_to(steps);
   meta.threads_seen = nthreads;
   meta.folded = nthreads > g.cores;
-  profile::SectionData s[] = {
+  profile::SectionData s[11 + cpu::kSections] = {
       {profile::Section::Meta, sizeof meta, 1, &meta},
       {profile::Section::Levels, sizeof(profile::LevelRecord), g.nlevels, levels},
       {profile::Section::Counters, sizeof(profile::CounterRecord), g.nlevels, counters},
@@ -817,7 +820,8 @@ void finish(int term_signal) {
       {profile::Section::Sites, sizeof(profile::SiteRecord), nsites, sites},
       {profile::Section::MissSteps, sizeof(profile::StepRecord), steps ? g.merged_steps.size() : 0, steps},
   };
-  note_profile_written(profile::write_profile_sections(g.output, s, sizeof s / sizeof s[0]));
+  const uint32_t nsections = uint32_t(11 + cpu::export_sections(s + 11, strings));
+  note_profile_written(profile::write_profile_sections(g.output, s, nsections));
   g.written.store(true, std::memory_order_release);
 }
 
