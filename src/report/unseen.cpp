@@ -14,9 +14,10 @@ std::string basename(const std::string& f) {
   return s == std::string::npos ? f : f.substr(s + 1);
 }
 
-// Whole percent; "<1%" for a non-zero share below one percent.
+// Whole percent; "<1%" and ">99%" for shares that would round to 0% or 100% but are not.
 std::string pct(double f) {
   if (f > 0 && f < 0.005) return "<1%";
+  if (f < 1 && f >= 0.995) return ">99%";
   char b[16];
   std::snprintf(b, sizeof b, "%.0f%%", 100 * f);
   return b;
@@ -72,7 +73,8 @@ std::string warning(const analysis::UnseenWork& u) {
          module_list(u) + " — " + (one ? "its" : "their") +
          " memory accesses were not simulated, so the counts and findings below leave " +
          (one ? "it" : "them") + " out; rebuild " + (one ? "that library" : "those libraries") +
-         " with whymiss-cc, or use soft mode (`whymiss run --mode soft`) [" + how(u) + "]";
+         " with whymiss-cc, or build the program without it and use soft mode (`whymiss run --mode soft`) [" +
+         how(u) + "]";
 }
 
 void text_first(std::ostream& out, const analysis::UnseenWork& u) {
