@@ -3,7 +3,8 @@
 // simulator never sees). Facts only: the interrupted instruction, the thread, the time; the
 // attribution to modules happens post-mortem (analysis/unseen.h).
 //
-// Every thread the runtime records gets a POSIX timer on its own CPU clock
+// Every thread of the program (the initialising one at init, those of pthread_create from their
+// start, others at their first recorded access) gets a POSIX timer on its own CPU clock
 // (CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID) firing every Knobs::period_ns of that thread's CPU
 // time with a real-time signal nobody uses (soft::pick_signal), reserved through
 // common/signal_guard.h so the program's own requests for it are kept aside and still honoured.
@@ -34,7 +35,8 @@ struct Knobs {
 
 // Picks the signal, installs its handler and maps the store. `owner` is the recording process.
 void start(pid_t owner, const Knobs& k = {});
-// Arms the calling thread's timer (thread `index` of the profile). Once per thread.
+// Arms the calling thread's timer (thread `index` of the profile); later calls in the same
+// thread do nothing.
 void thread_start(uint32_t index);
 
 // Sections written by export_sections (CpuSampling, CpuSamples, Notes).

@@ -243,6 +243,9 @@ void init() {
   // Fatal and terminating signals write the profile first (common/signal_guard.h).
   sig::install_fatal_guards(finish, g.pid);
   cpu::start(g.pid);  // where the CPU time goes: instrumented code or not (cpu_sampler.h)
+  // The initialising thread (the main thread, before main) is sampled from now on, under the
+  // index it gets at its first access when no other thread came first (the usual case).
+  cpu::thread_start(g.next_index.load(std::memory_order_relaxed));
   g.state.store(kRecording, std::memory_order_release);
 }
 
@@ -885,7 +888,14 @@ bool recording() noexcept { return g.state.load(std::memory_order_relaxed) == kR
 
 // Thread indices are handed out at pthread_create, in creation order, so threads map to
 // simulated cores the same way in every run of a deterministic program.
-void preassign_thread_index(uint32_t index_plus_one) noexcept { t_preassigned = index_plus_one; }
+void preassign_thread_index(uint32_t index_plus_one) noexcept {
+  t_preassigned = index_plus_one;
+  // Sampled from its start, also if it never runs instrumented code (all its work in a library).
+  if (g.state.load(std::memory_order_acquire) == kRecording) {
+    Inside in;
+    cpu::thread_start(index_plus_one - 1);
+  }
+}
 //
 // It is also the hook that turns the simulator's locks on: pthread_create calls it in the
 // creating thread before the new thread exists. While the simulator runs without locks the
