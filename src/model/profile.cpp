@@ -200,7 +200,10 @@ int with_sections(const Profile& p, Fn fn) {
       {Section::CpuSampling, sizeof(CpuSamplingRecord), p.cpu_sampling.size(), p.cpu_sampling.data()},
       {Section::CpuSamples, sizeof(CpuSampleRecord), p.cpu_samples.size(), p.cpu_samples.data()},
   };
-  return fn(s, uint32_t(sizeof s / sizeof s[0]));
+  // The CPU-time sections (last) only when there are any: a profile without them encodes to the
+  // same bytes as before they existed.
+  const bool cpu = !p.cpu_sampling.empty() || !p.cpu_samples.empty();
+  return fn(s, uint32_t(sizeof s / sizeof s[0]) - (cpu ? 0 : 2));
 }
 
 }  // namespace
