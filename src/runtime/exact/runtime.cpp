@@ -810,7 +810,7 @@ void finish(int term_signal) {
   if (steps) g.merged_steps.export_to(steps);
   meta.threads_seen = nthreads;
   meta.folded = nthreads > g.cores;
-  profile::SectionData s[11 + cpu::kSections] = {
+  profile::SectionData s[] = {
       {profile::Section::Meta, sizeof meta, 1, &meta},
       {profile::Section::Levels, sizeof(profile::LevelRecord), g.nlevels, levels},
       {profile::Section::Counters, sizeof(profile::CounterRecord), g.nlevels, counters},
@@ -823,8 +823,12 @@ void finish(int term_signal) {
       {profile::Section::Sites, sizeof(profile::SiteRecord), nsites, sites},
       {profile::Section::MissSteps, sizeof(profile::StepRecord), steps ? g.merged_steps.size() : 0, steps},
   };
-  const uint32_t nsections = uint32_t(11 + cpu::export_sections(s + 11, strings));
-  note_profile_written(profile::write_profile_sections(g.output, s, nsections));
+  // Then the CPU-time samples' sections (cpu_sampler.h), after whatever the list above holds.
+  constexpr size_t kBase = sizeof s / sizeof s[0];
+  profile::SectionData all[kBase + cpu::kSections];
+  std::memcpy(all, s, sizeof s);
+  const uint32_t nsections = uint32_t(kBase + cpu::export_sections(all + kBase, strings));
+  note_profile_written(profile::write_profile_sections(g.output, all, nsections));
   g.written.store(true, std::memory_order_release);
 }
 
