@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/unseen.h"
 #include "model/profile.h"
 
 namespace whymiss::analysis {
@@ -89,6 +90,9 @@ struct Finding {
 struct Analysis {
   std::vector<Finding> findings;
   std::vector<std::string> notes;  // why something was not reported, data quality remarks
+  // Exact mode: the program's CPU time outside instrumented code. analyze() leaves it unmeasured
+  // (it needs to know which modules were instrumented): the caller fills it with unseen_work().
+  UnseenWork unseen;
 };
 
 Analysis analyze(const profile::Profile& p, const Knobs& k = {});

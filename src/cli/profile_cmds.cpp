@@ -26,6 +26,7 @@
 #include "model/geometry.h"
 #include "model/profile.h"
 #include "report/report.h"
+#include "symbols/instrumented.h"
 #include "sim/sim.h"
 
 namespace whymiss::cli {
@@ -188,11 +189,11 @@ Result<ChosenMode> choose_mode(const std::string& asked, const std::string& name
   if (asked == "exact") {
     if (!elf.exact_runtime())
       return make_error(q + " was not built with whymiss-cc or whymiss-c++, so exact mode cannot see its memory accesses; rebuild it with CC=whymiss-cc CXX=whymiss-c++, or use --mode soft for an unmodified binary");
-    return ChosenMode{"exact", "exact mode (asked for): every access of the instrumented program was simulated", ""};
+    return ChosenMode{"exact", "exact mode (asked for): every access of code built with whymiss-cc was simulated, none of code built without it (uninstrumented libraries; see cpu time)", ""};
   }
   if (elf.exact_runtime()) {
     if (asked == "auto")
-      return ChosenMode{"exact", "exact mode (auto): the program was built with whymiss-cc, so every access was simulated", ""};
+      return ChosenMode{"exact", "exact mode (auto): the program was built with whymiss-cc, so every access of code built with it was simulated, none of code built without it (uninstrumented libraries; see cpu time)", ""};
     return make_error(q + " was built with whymiss-cc, whose runtime cannot share the process with the " + asked + "-mode runtime; use --mode exact, or rebuild it without the wrapper");
   }
   if (!elf.dynamic)
@@ -470,6 +471,20 @@ Status parse_report_opts(const ParsedArgs& a, ReportConfig* c) {
   return Ok{};
 }
 
+// Which of the profile's modules were built with whymiss-cc, from their files (exact mode).
+std::vector<analysis::CodeKind> module_kinds(const profile::Profile& p) {
+  std::vector<analysis::CodeKind> kinds;
+  for (const auto& m : p.modules) {
+    switch (symbols::module_instrumentation(m.path)) {
+      case symbols::Instrumentation::Instrumented: kinds.push_back(analysis::CodeKind::Instrumented); break;
+      case symbols::Instrumentation::NotInstrumented: kinds.push_back(analysis::CodeKind::NotInstrumented); break;
+      case symbols::Instrumentation::WhymissRuntime: kinds.push_back(analysis::CodeKind::WhymissRuntime); break;
+      case symbols::Instrumentation::Unreadable: kinds.push_back(analysis::CodeKind::Unreadable); break;
+    }
+  }
+  return kinds;
+}
+
 // Reports on a profile already read (`run` reports the one it recorded, never re-reading a
 // path another run may have written meanwhile). `name` names it in sentences.
 int report(const ReportConfig& c, profile::Profile& p, const std::string& name,
@@ -478,6 +493,7 @@ int report(const ReportConfig& c, profile::Profile& p, const std::string& name,
   if (p.meta.mode != uint32_t(profile::Mode::Exact))
     if (auto st = analysis::estimate(p); !st) return fail(err, name + ": " + st.error());
   analysis::Analysis a = analysis::analyze(p);
+  if (p.meta.mode == uint32_t(profile::Mode::Exact)) a.unseen = analysis::unseen_work(p, module_kinds(p));
   SymbolNamer names(p);
   for (const auto& w : names.warnings()) a.notes.push_back(w);
   std::ostringstream text;

@@ -64,6 +64,9 @@ enum class Section : uint32_t {
   // How each instruction's consecutive L1 misses step through memory (StepRecord). Readers of
   // older builds skip it.
   MissSteps,
+  // Exact mode's CPU-time samples (CpuSamplingRecord, CpuSampleRecord): where the program's
+  // threads spent their CPU time, instrumented code or not. Readers of older builds skip them.
+  CpuSampling, CpuSamples,
 };
 
 struct FileHeader {
@@ -299,6 +302,35 @@ struct TraceAccessRecord {
 };
 static_assert(sizeof(TraceAccessRecord) == 32);
 
+// Exact mode's CPU-time sampling: every thread the runtime records has a timer on its own CPU
+// clock (timer_create(CLOCK_THREAD_CPUTIME_ID), SIGEV_THREAD_ID) that interrupts it every
+// `period_ns` of its CPU time; the handler notes where the thread was. The report tells from
+// these how much of the program's time ran in code whymiss-cc did not instrument (whose accesses
+// were not simulated). One CpuSamplingRecord when the runtime sampled; none in older profiles.
+enum class CpuClock : uint32_t { None = 0, ThreadCpuTimer = 1 };
+struct CpuSamplingRecord {
+  uint64_t period_ns;       // thread CPU time between samples
+  uint64_t taken;           // samples recorded (CpuSamples holds them)
+  uint64_t dropped;         // samples not recorded: the store was full
+  uint64_t overruns;        // timer expirations merged into one signal (the thread had the
+                            // signal blocked or pending): not recorded
+  uint32_t threads;         // threads that had a timer
+  uint32_t failed_threads;  // threads whose timer could not be created (see Notes)
+  uint32_t clock;           // CpuClock
+  uint32_t signo;           // the real-time signal the timers sent
+};
+static_assert(sizeof(CpuSamplingRecord) == 48);
+// CpuSampleRecord flags.
+inline constexpr uint32_t kCpuSampleInRuntime = 1;  // the thread was inside whymiss's runtime
+struct CpuSampleRecord {
+  uint64_t time_ns;  // CLOCK_MONOTONIC
+  uint64_t ip;       // the interrupted user-mode instruction (after a system call: the
+                     // instruction following it, so kernel time counts to its caller)
+  uint32_t thread;   // thread index
+  uint32_t flags;    // kCpuSample*
+};
+static_assert(sizeof(CpuSampleRecord) == 24);
+
 // A remark of the collector for the report (e.g. why the capture stage was off).
 struct NoteRecord {
   uint32_t text_str;
@@ -328,6 +360,9 @@ struct Profile {
   std::vector<TraceRecord> traces;
   std::vector<TraceAccessRecord> trace_accesses;
   std::vector<StepRecord> steps;
+  // Exact mode's CPU-time samples (empty in older profiles and other modes).
+  std::vector<CpuSamplingRecord> cpu_sampling;  // zero or one
+  std::vector<CpuSampleRecord> cpu_samples;
   struct Note { uint32_t severity; std::string text; };
   std::vector<Note> notes;
 };

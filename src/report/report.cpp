@@ -9,6 +9,7 @@
 #include "report/common.h"
 #include "report/json.h"
 #include "report/sampled.h"
+#include "report/unseen.h"
 
 namespace whymiss::report {
 namespace {
@@ -205,6 +206,7 @@ void write_json(std::ostream& out, const profile::Profile& p, const analysis::An
   w.begin_object();
   w.field("tool", "whymiss").field("schema_version", 1).field("mode", mode_name(p.meta.mode));
   w.field("how", how(p));
+  unseen::json(w, a.unseen);  // first: it qualifies every count below
   w.field("command", p.command);
   w.key("exit").begin_object();
   if (p.meta.exited) w.field("code", p.meta.exit_code); else w.key("code").null();
@@ -330,12 +332,13 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
                 Namer& n, const Options& o) {
   const bool exact = p.meta.mode == uint32_t(profile::Mode::Exact);
   out << "whymiss report: " << mode_name(p.meta.mode) << " mode — "
-      << (exact ? "every access counted by simulating the cache hierarchy\n"
+      << (exact ? "every instrumented access counted by simulating the cache hierarchy\n"
           : analysis::uses_traces(p)
               ? "accesses traced in windows, misses counted by replaying them (in units of traced accesses)\n"
           : p.meta.mode == uint32_t(profile::Mode::Soft)
               ? "accesses sampled, misses modelled (estimates in units of samples)\n"
               : "accesses and misses sampled (estimates in units of samples)\n");
+  unseen::text_first(out, a.unseen);  // before anything it qualifies
   // Whatever the program's arguments hold (newlines, terminal escapes) cannot forge report lines.
   out << "program: " << printable(p.command);
   if (p.meta.exited) out << "  (exit " << p.meta.exit_code << ")";
@@ -350,6 +353,7 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
     out << "accesses: " << thousands(p.meta.accesses) << " " << how(p);
     if (p.meta.dropped_accesses) out << ", " << thousands(p.meta.dropped_accesses) << " not recorded";
     out << "\n";
+    unseen::text_header(out, a.unseen);
   } else {
     sampled::text_header(out, p);
   }

@@ -34,6 +34,7 @@
 #include "runtime/common/signal_guard.h"
 #include "runtime/common/tables.h"
 #include "runtime/exact/access_sink.h"
+#include "runtime/exact/cpu_sampler.h"
 #include "runtime/exact/hit_path.h"
 #include "runtime/exact/relay.h"
 #include "runtime/exact/thread_order.h"
@@ -256,6 +257,10 @@ void init() {
   g.membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
   // Fatal and terminating signals write the profile first (common/signal_guard.h).
   sig::install_fatal_guards(finish, g.pid);
+  cpu::start(g.pid);  // where the CPU time goes: instrumented code or not (cpu_sampler.h)
+  // The initialising thread (the main thread, before main) is sampled from now on, under the
+  // index it gets at its first access when no other thread came first (the usual case).
+  cpu::thread_start(g.next_index.load(std::memory_order_relaxed));
   g.state.store(kRecording, std::memory_order_release);
 }
 
@@ -360,6 +365,7 @@ ThreadState* attach_thread() {
   g.threads[index].store(t, std::memory_order_release);
   pthread_setspecific(g.key, t);
   t_state = t;
+  cpu::thread_start(index);
   return t;
 }
 
@@ -855,7 +861,12 @@ void finish(int term_signal) {
       {profile::Section::MissSteps, sizeof(profile::StepRecord), steps ? g.merged_steps.size() : 0, steps},
       {profile::Section::Notes, sizeof(profile::NoteRecord), nnotes, notes},
   };
-  note_profile_written(profile::write_profile_sections(g.output, s, sizeof s / sizeof s[0]));
+  // Then the CPU-time samples' sections (cpu_sampler.h), after whatever the list above holds.
+  constexpr size_t kBase = sizeof s / sizeof s[0];
+  profile::SectionData all[kBase + cpu::kSections];
+  std::memcpy(all, s, sizeof s);
+  const uint32_t nsections = uint32_t(kBase + cpu::export_sections(all + kBase, strings));
+  note_profile_written(profile::write_profile_sections(g.output, all, nsections));
   g.written.store(true, std::memory_order_release);
 }
 
@@ -919,7 +930,14 @@ bool recording() noexcept { return g.state.load(std::memory_order_relaxed) == kR
 
 // Thread indices are handed out at pthread_create, in creation order, so threads map to
 // simulated cores the same way in every run of a deterministic program.
-void preassign_thread_index(uint32_t index_plus_one) noexcept { t_preassigned = index_plus_one; }
+void preassign_thread_index(uint32_t index_plus_one) noexcept {
+  t_preassigned = index_plus_one;
+  // Sampled from its start, also if it never runs instrumented code (all its work in a library).
+  if (g.state.load(std::memory_order_acquire) == kRecording) {
+    Inside in;
+    cpu::thread_start(index_plus_one - 1);
+  }
+}
 //
 // It is also the hook that turns the simulator's locks on: pthread_create calls it in the
 // creating thread before the new thread exists. While the simulator runs without locks the
