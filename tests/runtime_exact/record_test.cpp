@@ -230,7 +230,7 @@ TEST(Record, CoresPastTheMemoryLeftLeaveThreadsUnrecorded) {
   // (half of it the runtime's own heap reservation), not 17.
   ASSERT_EQ(run({"record", "-o", dir.file("p.data"), "--cache", "L1=64M:16:64", "--",
                  WHYMISS_TRUST_PROG, "threads", "16"},
-                dir.path, &err, uint64_t(1536) << 20), 0) << err;
+                dir.path, &err, uint64_t(1536) << 20), 5) << err;  // the program's status
   auto p = whymiss::profile::read_profile(dir.file("p.data"));
   ASSERT_TRUE(p) << p.error();
   EXPECT_EQ(p->meta.exit_code, 5);
