@@ -85,8 +85,8 @@ constexpr int kRuntimeTlsModules = 1;  // this object (PT_TLS: t_heap and the co
 constexpr int kDtvSlots = 1024;
 
 struct DtvShadow {
-  void* dtv;     // the private block ld.so got (nullptr: free slot)
-  void* native;  // the glibc block of the native size
+  std::atomic<void*> dtv;  // the private block ld.so got (nullptr: free slot); written locked
+  void* native;            // the glibc block of the native size
 };
 rt::HeapLock g_dtv_lock;
 DtvShadow g_dtv[kDtvSlots];
@@ -127,7 +127,7 @@ void* dtv_calloc(size_t count, size_t each, uintptr_t ret) noexcept {
     HeapGuard guard;
     g_dtv_lock.lock();
     for (DtvShadow& s : g_dtv) {
-      if (s.dtv != nullptr) continue;
+      if (s.dtv.load(std::memory_order_relaxed) != nullptr) continue;
       dtv = rt::private_alloc(count * each);
       if (dtv == nullptr) break;
       s.native = __libc_calloc(count - kRuntimeTlsModules, each);
@@ -137,7 +137,7 @@ void* dtv_calloc(size_t count, size_t each, uintptr_t ret) noexcept {
         break;
       }
       memset(dtv, 0, count * each);
-      s.dtv = dtv;
+      s.dtv.store(dtv, std::memory_order_relaxed);
       g_dtv_live.fetch_add(1, std::memory_order_relaxed);
       break;
     }
@@ -148,20 +148,30 @@ void* dtv_calloc(size_t count, size_t each, uintptr_t ret) noexcept {
 }
 
 // A private block is being freed (q == nullptr) or moved to q by realloc: its shadow goes with it.
+// Only a DTV's own thread-exit or resize gets here with p in the table, so the table is scanned
+// without the lock first (the runtime's other private frees never take it).
 void dtv_forget(void* p, void* q) noexcept {
   if (g_dtv_live.load(std::memory_order_relaxed) == 0) return;
+  bool listed = false;
+  for (const DtvShadow& s : g_dtv) {
+    if (s.dtv.load(std::memory_order_relaxed) == p) {
+      listed = true;
+      break;
+    }
+  }
+  if (!listed) return;
   void* native = nullptr;
   {
     HeapGuard guard;
     g_dtv_lock.lock();
     for (DtvShadow& s : g_dtv) {
-      if (s.dtv != p) continue;
+      if (s.dtv.load(std::memory_order_relaxed) != p) continue;
       if (q != nullptr) {
-        s.dtv = q;
+        s.dtv.store(q, std::memory_order_relaxed);
       } else {
         native = s.native;
-        s.dtv = nullptr;
         s.native = nullptr;
+        s.dtv.store(nullptr, std::memory_order_relaxed);
         g_dtv_live.fetch_sub(1, std::memory_order_relaxed);
       }
       break;
@@ -170,6 +180,16 @@ void dtv_forget(void* p, void* q) noexcept {
   }
   if (native != nullptr) __libc_free(native);
 }
+
+}  // namespace
+
+// fork() while another thread holds the DTV table's lock: held across fork (before the private
+// heap's locks, the order dtv_calloc takes them in), reset in the child.
+void whymiss::rt::dtv_before_fork() noexcept { g_dtv_lock.lock(); }
+void whymiss::rt::dtv_after_fork_parent() noexcept { g_dtv_lock.unlock(); }
+void whymiss::rt::dtv_after_fork_child() noexcept { g_dtv_lock.reset(); }
+
+namespace {
 
 // Private-heap allocation with malloc's failure convention.
 WM_INLINE void* private_or_enomem(void* p) noexcept {
