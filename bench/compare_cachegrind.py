@@ -169,7 +169,9 @@ def write_readme(path, lines, args, here):
     cpus = info.get("CPU(s)", "?").strip()
     commit = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip() or "?"
-    dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+    # Changes to anything but the file being written make the commit not what was measured.
+    dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no", "--",
+                            ":/", f":(exclude){os.path.abspath(path)}"],
                            capture_output=True, text=True).stdout.strip()
     vg = subprocess.run(["valgrind", "--version"], capture_output=True, text=True).stdout.strip()
     date = subprocess.run(["date", "-u", "+%Y-%m-%d %H:%M UTC"], capture_output=True, text=True).stdout.strip()
