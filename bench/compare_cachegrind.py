@@ -217,7 +217,7 @@ def main():
 
     emit(f"Per-line L1D misses, whymiss exact ({args.cc}, exact-{args.cc} build, --cache {WHYMISS_CACHE}) "
           f"vs cachegrind ({'native gcc build' if args.cc == 'gcc' else 'native clang build'}, "
-          f"{' '.join(CG_CACHE)}), scale {args.scale}; hot = >= 1% of the program's cachegrind D1 misses; "
+          f"{' '.join(CG_CACHE)}), scale {args.scale}; hot = >= 1% of the program's D1 misses in cachegrind or in whymiss; "
           f"tolerance {args.tolerance:.0%}\n")
     emit("| program | line | cachegrind D1 misses | whymiss L1 misses | difference | |")
     emit("|---|---:|---:|---:|---:|---|")

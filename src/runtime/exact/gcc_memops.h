@@ -8,9 +8,10 @@
  *  - memcpy/memmove of 1, 2, 4, 8 or 16 constant bytes (the unaligned-load idiom
  *    `memcpy(&v, p, 8)`) is folded into a load and a store before the TSan pass, which
  *    instruments them: __builtin_memcpy here, as natively, instead of a call and a stack round trip;
- *  - memset of a size that is not constant, or larger than 8 KiB, is the builtin again: a call to
- *    memset (reported through --wrap; -mmemset-strategy=libcall:-1:noalign keeps it one whatever
- *    the tuning), and GCC turns malloc followed by memset(p, 0, n) into calloc, as natively.
+ *  - memset of a size that is not constant, or (unless optimising for size) larger than 8 KiB, is
+ *    the builtin again: GCC calls memset for it under every -mtune (reported through --wrap), and
+ *    turns malloc followed by memset(p, 0, n) into calloc, as natively. (-Os expands large
+ *    constant fills inline as rep stosb: there they stay calls.)
  * Everything else calls the library function under its own name, reported through --wrap.
  * The functions are extern inline (gnu_inline): never emitted, so a program's own definition of
  * memcpy elsewhere is not disturbed, and taking &memcpy gives the library's. */
@@ -51,7 +52,11 @@ extern WHYMISS_NOTHROW_PRE void* __whymiss_memset_call(void*, int, __SIZE_TYPE__
 
 WHYMISS_MEMOP extern __inline void* memset(void* __whymiss_d, int __whymiss_c,
                                            __SIZE_TYPE__ __whymiss_n) WHYMISS_NOTHROW {
+#ifdef __OPTIMIZE_SIZE__
+  if (!__builtin_constant_p(__whymiss_n)) {
+#else
   if (!__builtin_constant_p(__whymiss_n) || __whymiss_n > 8192) {
+#endif
     return __builtin_memset(__whymiss_d, __whymiss_c, __whymiss_n);
   }
   return __whymiss_memset_call(__whymiss_d, __whymiss_c, __whymiss_n);
