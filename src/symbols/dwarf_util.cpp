@@ -331,6 +331,13 @@ const CuFinder::ModuleIndex& CuFinder::index(Dwfl_Module* mod) {
   return m;
 }
 
+bool is_artificial(Dwarf_Die* die) {
+  Dwarf_Attribute mem;
+  Dwarf_Attribute* a = dwarf_attr_integrate(die, DW_AT_artificial, &mem);
+  bool flag = false;
+  return a != nullptr && dwarf_formflag(a, &flag) == 0 && flag;
+}
+
 void call_site(Dwarf_Die* inl, Dwarf_Files* files, size_t nfiles, const char** file,
                uint32_t* line) {
   *file = nullptr;

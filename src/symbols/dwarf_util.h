@@ -68,6 +68,9 @@ class CuFinder {
   std::unordered_map<const Dwfl_Module*, ModuleIndex> modules_;
 };
 
+// DW_AT_artificial on the DIE or its abstract origin (an inlined __attribute__((artificial))).
+bool is_artificial(Dwarf_Die* die);
+
 // Where the inlined call `inl` was made from: DW_AT_call_file (index into the CU's file table
 // `files`, may be null) and DW_AT_call_line. Null / 0 for what is missing; the file name is
 // libdw's and lives as long as the Dwfl session.

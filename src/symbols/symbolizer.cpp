@@ -294,8 +294,16 @@ std::vector<SourceFrame> Symbolizer::Impl::compute(uint64_t ip) {
     size_t nfiles = 0;
     if (chain.size() > 1 && dwarf_getsrcfiles(cu, &files, &nfiles) != 0) files = nullptr;
     for (Dwarf_Die& die : chain) {
+      const bool inlined = dwarf_tag(&die) == DW_TAG_inlined_subroutine;
+      // An inlined wrapper marked artificial (__attribute__((artificial)): glibc's fortify
+      // wrappers, whymiss-cc's gcc_memops.h) is no frame of its own: its accesses are its
+      // caller's, at the call's line.
+      if (inlined && &die != &chain.back() && internal::is_artificial(&die)) {
+        internal::call_site(&die, files, nfiles, &file, &line);
+        continue;
+      }
       frames.push_back(here(functions.name(&die, cu)));
-      outermost_is_inlined = dwarf_tag(&die) == DW_TAG_inlined_subroutine;
+      outermost_is_inlined = inlined;
       if (outermost_is_inlined) internal::call_site(&die, files, nfiles, &file, &line);
     }
   }

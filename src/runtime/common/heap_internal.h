@@ -91,6 +91,10 @@ size_t private_usable_size(const void* p) noexcept;    // p must be private
 // Bytes of address space reserved for the private region (0 before first use); for tests.
 size_t private_region_size() noexcept;
 void private_heap_before_fork() noexcept;
+// The lock of the DTV shadow table (alloc_hooks.cpp) across fork().
+void dtv_before_fork() noexcept;
+void dtv_after_fork_parent() noexcept;
+void dtv_after_fork_child() noexcept;
 void private_heap_after_fork_parent() noexcept;
 void private_heap_after_fork_child() noexcept;
 

@@ -896,15 +896,18 @@ uint64_t dropped_objects() noexcept {
 }
 
 void heap_before_fork() noexcept {
+  dtv_before_fork();
   private_heap_before_fork();
 }
 
 void heap_after_fork_parent() noexcept {
   private_heap_after_fork_parent();
+  dtv_after_fork_parent();
 }
 
 void heap_after_fork_child() noexcept {
   private_heap_after_fork_child();
+  dtv_after_fork_child();
   sites_after_fork_child();
   store_after_fork_child();
 }
