@@ -199,11 +199,12 @@ int with_sections(const Profile& p, Fn fn) {
       {Section::MissSteps, sizeof(StepRecord), p.steps.size(), p.steps.data()},
       {Section::CpuSampling, sizeof(CpuSamplingRecord), p.cpu_sampling.size(), p.cpu_sampling.data()},
       {Section::CpuSamples, sizeof(CpuSampleRecord), p.cpu_samples.size(), p.cpu_samples.data()},
+      {Section::Reuse, sizeof(ReuseRecord), p.reuse.size(), p.reuse.data()},
   };
-  // The CPU-time sections (last) only when there are any: a profile without them encodes to the
-  // same bytes as before they existed.
-  const bool cpu = !p.cpu_sampling.empty() || !p.cpu_samples.empty();
-  return fn(s, uint32_t(sizeof s / sizeof s[0]) - (cpu ? 0 : 2));
+  // The CPU-time and reuse sections (last) only when there are any: a profile without them
+  // encodes to the same bytes as before they existed.
+  const bool cpu = !p.cpu_sampling.empty() || !p.cpu_samples.empty(), reuse = !p.reuse.empty();
+  return fn(s, uint32_t(sizeof s / sizeof s[0]) - (reuse ? 0 : cpu ? 1 : 3));
 }
 
 }  // namespace
@@ -307,6 +308,7 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
       case Section::MissSteps: ok = take(data, s, &p.steps); break;
       case Section::CpuSampling: ok = take(data, s, &p.cpu_sampling) && s.count <= 1; break;
       case Section::CpuSamples: ok = take(data, s, &p.cpu_samples); break;
+      case Section::Reuse: ok = take(data, s, &p.reuse); break;
       default: break;  // unknown sections of the same version are skipped
     }
     if (!ok) return bad("section " + std::to_string(i) + " has records of an unexpected size");

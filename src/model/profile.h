@@ -67,6 +67,9 @@ enum class Section : uint32_t {
   // Exact mode's CPU-time samples (CpuSamplingRecord, CpuSampleRecord): where the program's
   // threads spent their CPU time, instrumented code or not. Readers of older builds skip them.
   CpuSampling, CpuSamples,
+  // Exact mode's reuse-distance histograms (ReuseRecord), for miss-ratio curves. Readers of
+  // older builds skip them.
+  Reuse,
 };
 
 struct FileHeader {
@@ -179,6 +182,36 @@ struct StepRecord {
   int64_t stride;            // bytes of the latest kStepStride step (line granularity)
 };
 static_assert(sizeof(StepRecord) == 56);
+
+// Reuse (LRU stack) distances, for miss-ratio curves (analysis/mrc.h): an access whose line was
+// last used d distinct lines ago hits in a fully-associative LRU cache of more than d lines, and
+// misses in any smaller one. Distances are counted in lines of `line_bytes` and kept in buckets:
+// one per distance below 16, then 8 per power of two, so every power-of-two size is a bucket
+// boundary (exact there). Counts are weighted: with spatial sampling (only lines whose hash
+// falls under a threshold are followed, SHARDS) each sampled access counts 1/rate.
+inline constexpr int kReuseBuckets = 312;  // distances up to 2^40 lines
+inline int reuse_bucket(uint64_t d) {
+  if (d < 16) return int(d);
+  const int e = 63 - __builtin_clzll(d);  // >= 4
+  const int b = 16 + (e - 4) * 8 + int((d >> (e - 3)) & 7);
+  return b < kReuseBuckets ? b : kReuseBuckets - 1;
+}
+inline uint64_t reuse_bucket_low(int b) {  // the smallest distance in bucket b
+  if (b < 16) return uint64_t(b);
+  const int e = 4 + (b - 16) / 8;
+  return uint64_t(8 + (b - 16) % 8) << (e - 3);
+}
+inline constexpr uint32_t kReuseProgram = 0, kReuseInstruction = 1;
+struct ReuseRecord {
+  uint64_t key;         // kReuseInstruction: the instruction's address; 0 for the program
+  uint32_t scope;       // kReuse*
+  uint32_t line_bytes;
+  double cold;          // first accesses to a line (infinitely far), weighted
+  double weighted;      // all weighted accesses: cold + sum of buckets
+  double rate;          // the sampling rate at the end (1 = every line followed)
+  double buckets[kReuseBuckets];
+};
+static_assert(sizeof(ReuseRecord) == 40 + 8 * kReuseBuckets);
 
 // A cache line that suffered coherence misses, with the evidence for true vs false sharing.
 struct LineRecord {
@@ -360,6 +393,7 @@ struct Profile {
   std::vector<TraceRecord> traces;
   std::vector<TraceAccessRecord> trace_accesses;
   std::vector<StepRecord> steps;
+  std::vector<ReuseRecord> reuse;
   // Exact mode's CPU-time samples (empty in older profiles and other modes).
   std::vector<CpuSamplingRecord> cpu_sampling;  // zero or one
   std::vector<CpuSampleRecord> cpu_samples;

@@ -8,6 +8,7 @@
 #include "analysis/estimate.h"
 #include "report/common.h"
 #include "report/json.h"
+#include "report/mrc.h"
 #include "report/sampled.h"
 #include "report/unseen.h"
 
@@ -244,6 +245,7 @@ void write_json(std::ostream& out, const profile::Profile& p, const analysis::An
     w.end_object().end_object();
   }
   w.end_array().end_object();
+  json_program_mrc(w, p);
   w.key("findings").begin_array();
   for (size_t i = 0; i < a.findings.size() && i < o.max_findings; ++i) {
     const Finding& f = a.findings[i];
@@ -301,6 +303,7 @@ void write_json(std::ostream& out, const profile::Profile& p, const analysis::An
       w.end_array();
     }
     w.end_object();
+    json_finding_mrc(w, p, f);
     w.field("suggestion", f.suggestion).end_object();
   }
   w.end_array();
@@ -441,6 +444,7 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
     if (ev.tellp()) out << "   evidence: " << ev.str() << "\n";
     out << "   fix: " << f.suggestion << "\n";
   }
+  text_program_mrc(out, p);
   std::vector<SourceLine> lines = source_lines(p, n);
   size_t shown = 0;
   for (const auto& sl : lines) shown += sl.misses[0][0] > 0;

@@ -37,6 +37,7 @@
 #include "runtime/exact/cpu_sampler.h"
 #include "runtime/exact/hit_path.h"
 #include "runtime/exact/relay.h"
+#include "runtime/exact/reuse.h"
 #include "runtime/exact/thread_order.h"
 #include "sim/sim.h"
 
@@ -258,6 +259,8 @@ void init() {
   // Fatal and terminating signals write the profile first (common/signal_guard.h).
   sig::install_fatal_guards(finish, g.pid);
   cpu::start(g.pid);  // where the CPU time goes: instrumented code or not (cpu_sampler.h)
+  // Reuse distances for miss-ratio curves (reuse.h); WHYMISS_MRC=0 turns them off.
+  if (const char* m = std::getenv("WHYMISS_MRC"); !(m && std::strcmp(m, "0") == 0)) reuse::start(g.line_shift);
   // The initialising thread (the main thread, before main) is sampled from now on, under the
   // index it gets at its first access when no other thread came first (the usual case).
   cpu::thread_start(g.next_index.load(std::memory_order_relaxed));
@@ -572,6 +575,7 @@ inline void inside(ThreadState* t, F&& f) {
 // Returns whether the access hit L1.
 inline bool record(ThreadState* t, uint64_t ip, uint64_t addr, uint32_t size, bool write) {
   const bool l1_hit = g.sim->access(t->core, addr, size, write, t->result);
+  reuse::access(ip, addr);
   t->accesses++;
   InstructionRecord* s = t->ips.get(ip);
   if (s) s->accesses[write]++;
@@ -655,6 +659,7 @@ __attribute__((noinline)) void access_rest(uintptr_t ip, uintptr_t addr, uint32_
     if (InstructionRecord* s = t->ips.find(at)) {
       t->accesses++;
       s->accesses[write]++;
+      reuse::access(at, addr);
       if (g.sim->access(t->core, addr, size, write, t->result)) return;
       inside(t, [&] { record_misses(t, s, at, addr, write); });
       return;
@@ -863,9 +868,14 @@ void finish(int term_signal) {
   };
   // Then the CPU-time samples' sections (cpu_sampler.h), after whatever the list above holds.
   constexpr size_t kBase = sizeof s / sizeof s[0];
-  profile::SectionData all[kBase + cpu::kSections];
+  profile::SectionData all[kBase + cpu::kSections + 1];
   std::memcpy(all, s, sizeof s);
-  const uint32_t nsections = uint32_t(kBase + cpu::export_sections(all + kBase, strings));
+  uint32_t nsections = uint32_t(kBase + cpu::export_sections(all + kBase, strings));
+  // And the reuse-distance histograms (reuse.h), when the tracker ran.
+  if (const size_t nreuse = reuse::record_count())
+    if (auto* reuse_recs = alloc_array<profile::ReuseRecord>(nreuse))
+      all[nsections++] = {profile::Section::Reuse, sizeof(profile::ReuseRecord),
+                          reuse::export_records(reuse_recs, nreuse), reuse_recs};
   note_profile_written(profile::write_profile_sections(g.output, all, nsections));
   g.written.store(true, std::memory_order_release);
 }

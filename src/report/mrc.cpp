@@ -1,0 +1,77 @@
+#include "report/mrc.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "analysis/mrc.h"
+#include "report/common.h"
+
+namespace whymiss::report {
+namespace {
+
+void json_curve(JsonWriter& w, const analysis::Mrc& m) {
+  w.begin_object().field("line", m.line).field("how", m.how).field("model", "fully-associative LRU");
+  w.key("points").begin_array();
+  for (const auto& pt : m.points) w.begin_object().field("size", pt.size).field("miss_ratio", pt.miss_ratio, 6).end_object();
+  w.end_array().end_object();
+}
+
+std::string size_text(uint64_t b) {
+  if (b >= (uint64_t(1) << 30) && b % (uint64_t(1) << 30) == 0) return std::to_string(b >> 30) + "G";
+  if (b >= (uint64_t(1) << 20) && b % (uint64_t(1) << 20) == 0) return std::to_string(b >> 20) + "M";
+  if (b >= 1024 && b % 1024 == 0) return std::to_string(b >> 10) + "K";
+  return std::to_string(b);
+}
+
+std::vector<uint64_t> finding_ips(const analysis::Finding& f) {
+  std::vector<uint64_t> ips;
+  for (const auto& i : f.instructions) ips.push_back(i.ip);
+  return ips;
+}
+
+}  // namespace
+
+void json_program_mrc(JsonWriter& w, const profile::Profile& p) {
+  if (auto m = analysis::program_mrc(p)) {
+    w.key("mrc");
+    json_curve(w, *m);
+  }
+  if (auto m2 = analysis::program_mrc(p, 2 * p.geometry.line())) {
+    w.key("mrc_other_lines").begin_array();
+    json_curve(w, *m2);
+    w.end_array();
+  }
+}
+
+void json_finding_mrc(JsonWriter& w, const profile::Profile& p, const analysis::Finding& f) {
+  if (f.kind != analysis::Kind::Capacity && f.kind != analysis::Kind::Conflict) return;
+  if (auto m = analysis::instructions_mrc(p, finding_ips(f))) {
+    w.key("mrc");
+    json_curve(w, *m);
+  }
+}
+
+void text_program_mrc(std::ostream& out, const profile::Profile& p) {
+  auto m = analysis::program_mrc(p);
+  if (!m) return;
+  std::vector<uint64_t> want;
+  for (const auto& l : p.geometry.levels)
+    for (uint64_t s : {l.size / 2, l.size, l.size * 2}) want.push_back(s);
+  std::sort(want.begin(), want.end());
+  want.erase(std::unique(want.begin(), want.end()), want.end());
+  out << "\nMiss ratio by cache size (fully-associative LRU, " << m->line << "-byte lines; [" << m->how << "]):\n";
+  std::string sizes = "  size  ", ratios = "  miss  ";
+  for (uint64_t s : want)
+    for (const auto& pt : m->points)
+      if (pt.size == s) {
+        char a[32], b[32];
+        std::snprintf(a, sizeof a, "%8s", size_text(s).c_str());
+        std::snprintf(b, sizeof b, "%7.2f%%", 100 * pt.miss_ratio);
+        sizes += a;
+        ratios += b;
+      }
+  out << sizes << "\n" << ratios << "\n";
+}
+
+}  // namespace whymiss::report
