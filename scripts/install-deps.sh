@@ -7,7 +7,7 @@ pkgs=(build-essential g++ clang cmake ninja-build pkg-config
       libgtest-dev libgmock-dev libbenchmark-dev
       libdw-dev libelf-dev libzydis-dev libpfm4-dev
       valgrind python3 time
-      libprotobuf-dev protobuf-compiler zlib1g-dev golang-go)
+      libprotobuf-dev protobuf-compiler zlib1g-dev golang-go chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
