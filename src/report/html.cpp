@@ -118,7 +118,7 @@ article.finding table { width: 100%; }
   nav.toc { display: none; }
   h2 { break-after: avoid; }
   article.finding, figure.chart, tr { break-inside: avoid; }
-  .chart-box { height: 12rem; max-width: 100%; }
+  .chart-box { max-width: 100%; }
   .srcwrap { overflow: visible; }
   .src td.code { white-space: pre-wrap; overflow-wrap: anywhere; }
   th, .src tr.gap td, .fix { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
