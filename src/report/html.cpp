@@ -85,6 +85,7 @@ h3 { font-size: 1.05rem; margin: 1.2rem 0 .4rem; }
 p { margin: .4rem 0; }
 code, pre, .mono { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: .86rem; }
 .muted { color: var(--muted); }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 nav.toc { font-size: .9rem; margin: .8rem 0 0; }
 nav.toc a { margin-right: 1rem; color: #1a5fb4; text-decoration: none; }
 dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: .15rem 1rem; margin: .8rem 0; }
@@ -234,7 +235,11 @@ void header(html::Page& page, const profile::Profile& p) {
   if (!exact) {
     std::ostringstream t;
     sampled::text_header(t, p);
-    if (t.tellp()) s << "<pre>" << text(t.str()) << "</pre>\n";
+    // Line by line: printable() would show the line breaks as \n.
+    std::string lines;
+    std::istringstream in(t.str());
+    for (std::string line; std::getline(in, line);) lines += text(line) + "\n";
+    if (!lines.empty()) s << "<pre>" << lines << "</pre>\n";
   }
 }
 
