@@ -461,7 +461,8 @@ Status parse_report_opts(const ParsedArgs& a, ReportConfig* c) {
     else if (*f == "json") c->format = report::Format::Json;
     else if (*f == "cachegrind") c->format = report::Format::Cachegrind;
     else if (*f == "pprof") c->format = report::Format::Pprof;
-    else return make_error("unknown format '" + *f + "'; expected text, json, cachegrind or pprof");
+    else if (*f == "html") c->format = report::Format::Html;
+    else return make_error("unknown format '" + *f + "'; expected text, json, cachegrind, pprof or html");
   }
   c->force = a.has("force");
   if (const auto* o = a.get("output")) {
@@ -589,13 +590,13 @@ void record_usage(std::ostream& out) {
          "time or valgrind; 2 when whymiss itself failed (bad options, no profile, a failed write).\n";
 }
 void report_usage(std::ostream& out) {
-  out << "usage: whymiss report [-i PROFILE] [--format text|json|cachegrind|pprof] [--output FILE] [--force]\n"
+  out << "usage: whymiss report [-i PROFILE] [--format text|json|cachegrind|pprof|html] [--output FILE] [--force]\n"
          "Explains the cache misses recorded in PROFILE (default whymiss.data; - for standard\n"
          "input). --output does not replace a profile or a program unless --force is given.\n"
          "Exit status: 0, or 2 when the report could not be made or written.\n";
 }
 void run_usage(std::ostream& out) {
-  out << "usage: whymiss run [record options] [--format text|json|cachegrind|pprof] [--output FILE] -- program [args]\n"
+  out << "usage: whymiss run [record options] [--format text|json|cachegrind|pprof|html] [--output FILE] -- program [args]\n"
          "Records and reports in one step; the report goes to FILE, else to stderr. The profile is\n"
          "kept only when -o PROFILE names a file for it; otherwise it is recorded into a private\n"
          "temporary directory ($TMPDIR, else /tmp) and removed.\n"

@@ -78,4 +78,86 @@ std::vector<SourceLine> source_lines(const profile::Profile& p, Namer& n) {
   return v;
 }
 
+namespace {
+
+ObjectView view(const analysis::ObjectRef& r, const profile::Profile& p, Namer& n) {
+  ObjectView v;
+  v.heap = r.heap;
+  v.start = r.start;
+  v.size = r.size;
+  v.alloc_thread = r.alloc_thread;
+  v.threads = r.threads;
+  v.site_index = r.site;
+  if (r.heap) {
+    if (r.site < p.sites.size()) v.site = n.site(p.sites[r.site]);
+    else v.site = {"??", "", 0};
+  } else if (auto g = n.global(r.sample_addr)) {
+    v.name = g->name;
+    v.start = g->start;
+    v.size = g->size;
+  } else {
+    v.name = "(data at " + hex(r.sample_addr) + ", not a heap object or named global)";
+  }
+  return v;
+}
+
+// The kinds of L1 miss that make up a finding of kind k, as profile kind indices.
+std::vector<int> finding_kinds(analysis::Kind k) {
+  switch (k) {
+    case analysis::Kind::FalseSharing:
+    case analysis::Kind::TrueSharing: return {4, 5};
+    case analysis::Kind::Conflict: return {3};
+    case analysis::Kind::Capacity: return {2};
+  }
+  return {};
+}
+
+}  // namespace
+
+const char* finding_kind_words(analysis::Kind k) {
+  switch (k) {
+    case analysis::Kind::FalseSharing:
+    case analysis::Kind::TrueSharing: return "sharing";
+    case analysis::Kind::Conflict: return "conflict";
+    case analysis::Kind::Capacity: return "capacity";
+  }
+  return "";
+}
+
+std::vector<ObjectView> object_views(const analysis::Finding& f, const profile::Profile& p, Namer& n) {
+  std::map<uint64_t, const profile::ObjectRecord*> records;
+  for (const auto& o : p.objects) records[o.serial] = &o;
+  const std::vector<int> kinds = finding_kinds(f.kind);
+  std::vector<ObjectView> views;
+  for (const auto& r : f.objects) {
+    ObjectView v = view(r, p, n);
+    if (r.heap) {
+      if (auto it = records.find(r.serial); it != records.end()) {
+        uint64_t m = 0;
+        for (int k : kinds) m += it->second->misses[k];
+        v.l1_misses = m;
+      }
+    } else if (r.misses) {
+      v.l1_misses = r.misses;  // sharing on data outside the heap: the finding's misses
+    }
+    auto same = std::find_if(views.begin(), views.end(), [&](const ObjectView& w) {
+      return w.heap == v.heap && w.name == v.name && w.start == v.start && w.size == v.size &&
+             w.site_index == v.site_index && w.alloc_thread == v.alloc_thread;
+    });
+    if (same == views.end()) {
+      views.push_back(std::move(v));
+      continue;
+    }
+    same->allocations += v.allocations;
+    if (v.l1_misses) same->l1_misses = same->l1_misses.value_or(0) + *v.l1_misses;
+    for (uint32_t t : v.threads)
+      if (std::find(same->threads.begin(), same->threads.end(), t) == same->threads.end()) same->threads.push_back(t);
+    std::sort(same->threads.begin(), same->threads.end());
+  }
+  std::stable_sort(views.begin(), views.end(), [](const ObjectView& a, const ObjectView& b) {
+    return a.l1_misses.value_or(0) > b.l1_misses.value_or(0);
+  });
+  return views;
+}
+
 }  // namespace whymiss::report

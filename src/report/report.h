@@ -37,7 +37,7 @@ class Namer {
   virtual CodeLoc site(const profile::SiteRecord& s) = 0;     // the program's allocating frame
 };
 
-enum class Format { Text, Json, Cachegrind, Pprof };
+enum class Format { Text, Json, Cachegrind, Pprof, Html };
 
 struct Options {
   Format format = Format::Text;
@@ -45,12 +45,16 @@ struct Options {
   size_t max_instructions = 5;  // per finding
   size_t max_objects = 5;       // per finding
   size_t max_source_lines = 200;  // JSON "source_lines"
-  size_t max_text_lines = 10;     // text: hottest source lines
+  size_t max_text_lines = 10;     // text and HTML: hottest source lines
 };
 
 void write_report(std::ostream& out, const profile::Profile& p, const analysis::Analysis& a,
                   Namer& names, const Options& o);
 
+// The report as one self-contained HTML page (html.cpp): totals, charts, findings and the
+// annotated hottest source lines; it loads nothing when opened.
+void write_html(std::ostream& out, const profile::Profile& p, const analysis::Analysis& a,
+                Namer& names, const Options& o);
 // The profile's accesses and misses per source line and function in cachegrind's output format
 // (cachegrind.cpp), for cg_annotate and KCachegrind.
 void write_cachegrind(std::ostream& out, const profile::Profile& p, Namer& names);
