@@ -25,8 +25,9 @@ T* alloc_zeroed(size_t n) {
 // number of lines used since time t is live - prefix(t).
 class Stack {
  public:
-  bool init(uint32_t max_lines) {
+  bool init(uint32_t max_lines, unsigned rate_shift) {
     max_ = max_lines;
+    threshold_ = kHashOne >> std::min(rate_shift, kHashBits);
     cap_ = 1;
     while (cap_ < 2 * max_lines) cap_ <<= 1;
     tmax_ = 4 * max_lines;
@@ -61,6 +62,7 @@ class Stack {
     return true;
   }
   double rate() const { return double(threshold_) / double(kHashOne); }
+  bool follows(uint64_t line) const { return hash_of(line) < threshold_; }
 
  private:
   uint32_t slot_of(uint64_t line) const { return uint32_t((line * 0xD6E8FEB86659FD93ull) >> 40) & (cap_ - 1); }
@@ -164,21 +166,23 @@ bool start(unsigned line_shift, const Knobs& k) {
   g.ips = alloc_zeroed<uint64_t>(g.ip_cap);
   g.slots = alloc_zeroed<uint32_t>(g.ip_cap);
   g.per_ip = alloc_zeroed<Histogram>(k.max_instructions);
-  g.on = g.program && g.ips && g.slots && g.per_ip && g.stacks[0].init(k.max_lines) &&
-         g.stacks[1].init(k.max_lines);
+  g.on = g.program && g.ips && g.slots && g.per_ip && g.stacks[0].init(k.max_lines, k.rate_shift) &&
+         g.stacks[1].init(k.max_lines, k.rate_shift);
   return g.on;
 }
 
-void access(uint64_t ip, uint64_t addr) noexcept {
+void access(uint64_t ip, uint64_t addr, bool concurrent) noexcept {
   if (!g.on) return;
   const uint64_t line = addr >> g.line_shift;
-  LockGuard lock(g.lock);
+  if (!g.stacks[0].follows(line) && !g.stacks[1].follows(line >> 1)) return;  // most accesses
+  if (concurrent) g.lock.lock();
   double d, w;
   if (g.stacks[0].access(line, &d, &w)) {
     g.program[0].add(d, w);
     if (Histogram* h = histogram_of(ip)) h->add(d, w);
   }
   if (g.stacks[1].access(line >> 1, &d, &w)) g.program[1].add(d, w);
+  if (concurrent) g.lock.unlock();
 }
 
 size_t record_count() noexcept { return g.on ? 2 + g.nips : 0; }

@@ -5,14 +5,16 @@
 //
 // Cost and bound: an access to the line of the thread's previous access never reaches the
 // tracker (the hit path takes it; its distance is 0 and the analysis counts it from the
-// totals). Other accesses pay a hash and a compare; followed lines pay a hash-table probe and
-// three Fenwick-tree walks. Every line is followed while the program has touched at most
-// Knobs::max_lines lines (distances exact); past that, spatial sampling (SHARDS) halves the
-// followed share each time the table fills, and each sampled access counts 1/rate. Memory is
-// fixed at start (private heap); when it cannot be had, the tracker stays off.
+// totals). Spatial sampling (SHARDS): only lines whose hash falls under a threshold are
+// followed, 1 in 2^Knobs::rate_shift at first, each of their accesses counting 2^rate_shift;
+// the others pay a hash and a compare. A followed line's access pays a hash-table probe and three
+// Fenwick-tree walks (~100 ns here: following every line would double exact mode's time). When
+// Knobs::max_lines lines are followed, the threshold halves and the lines above it are dropped.
+// Memory is fixed at start (private heap); when it cannot be had, the tracker stays off.
 //
-// Threading: access() takes a spinlock (the relay makes it uncontended: one thread simulates at a
-// time); all threads' accesses form one stream, as a cache they all shared would see them.
+// Threading: all threads' accesses form one stream, as a cache they all shared would see them.
+// access() takes a spinlock only when told the simulator runs concurrently (without the relay,
+// several threads call it at once); otherwise its callers are already serialised.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -22,14 +24,16 @@
 namespace whymiss::rt::reuse {
 
 struct Knobs {
-  uint32_t max_lines = 1u << 16;     // lines followed per line size before sampling starts
+  uint32_t max_lines = 1u << 16;     // lines followed per line size before the rate halves
+  unsigned rate_shift = 4;           // follow 1 line in 2^rate_shift at first (0: every line)
   uint32_t max_instructions = 256;   // instructions with a histogram of their own (first come)
 };
 
 // `line_shift`: log2 of the simulated line size. False when memory could not be had.
 bool start(unsigned line_shift, const Knobs& k = {});
 // One access by instruction `ip` (a return address minus one, as the profile keys them).
-void access(uint64_t ip, uint64_t addr) noexcept;
+// `concurrent`: other threads may call access() at the same time.
+void access(uint64_t ip, uint64_t addr, bool concurrent) noexcept;
 // Records written by export_records: 2 program histograms + instructions.
 size_t record_count() noexcept;
 // Fills up to `max` records; returns how many. Call once recording stopped.

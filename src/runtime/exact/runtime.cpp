@@ -259,8 +259,13 @@ void init() {
   // Fatal and terminating signals write the profile first (common/signal_guard.h).
   sig::install_fatal_guards(finish, g.pid);
   cpu::start(g.pid);  // where the CPU time goes: instrumented code or not (cpu_sampler.h)
-  // Reuse distances for miss-ratio curves (reuse.h); WHYMISS_MRC=0 turns them off.
-  if (const char* m = std::getenv("WHYMISS_MRC"); !(m && std::strcmp(m, "0") == 0)) reuse::start(g.line_shift);
+  // Reuse distances for miss-ratio curves (reuse.h): sampled by default; WHYMISS_MRC=all follows
+  // every line (exact distances, about twice exact mode's time), WHYMISS_MRC=0 turns them off.
+  if (const char* m = std::getenv("WHYMISS_MRC"); !(m && std::strcmp(m, "0") == 0)) {
+    reuse::Knobs rk;
+    if (m && std::strcmp(m, "all") == 0) rk.rate_shift = 0;
+    reuse::start(g.line_shift, rk);
+  }
   // The initialising thread (the main thread, before main) is sampled from now on, under the
   // index it gets at its first access when no other thread came first (the usual case).
   cpu::thread_start(g.next_index.load(std::memory_order_relaxed));
@@ -575,7 +580,7 @@ inline void inside(ThreadState* t, F&& f) {
 // Returns whether the access hit L1.
 inline bool record(ThreadState* t, uint64_t ip, uint64_t addr, uint32_t size, bool write) {
   const bool l1_hit = g.sim->access(t->core, addr, size, write, t->result);
-  reuse::access(ip, addr);
+  reuse::access(ip, addr, g.concurrent.load(std::memory_order_relaxed) && !g.relay_mode);
   t->accesses++;
   InstructionRecord* s = t->ips.get(ip);
   if (s) s->accesses[write]++;
@@ -659,7 +664,7 @@ __attribute__((noinline)) void access_rest(uintptr_t ip, uintptr_t addr, uint32_
     if (InstructionRecord* s = t->ips.find(at)) {
       t->accesses++;
       s->accesses[write]++;
-      reuse::access(at, addr);
+      reuse::access(at, addr, false);  // (one thread)
       if (g.sim->access(t->core, addr, size, write, t->result)) return;
       inside(t, [&] { record_misses(t, s, at, addr, write); });
       return;
