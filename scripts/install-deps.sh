@@ -7,7 +7,8 @@ pkgs=(build-essential g++ clang cmake ninja-build pkg-config
       libgtest-dev libgmock-dev libbenchmark-dev
       libdw-dev libelf-dev libzydis-dev libpfm4-dev
       valgrind python3 time libclang-rt-14-dev
-      libprotobuf-dev protobuf-compiler zlib1g-dev golang-go chromium)
+      libprotobuf-dev protobuf-compiler zlib1g-dev golang-go chromium
+      nlohmann-json3-dev python3-jsonschema)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

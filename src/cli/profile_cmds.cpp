@@ -23,6 +23,7 @@
 #include "cli/namer.h"
 #include "cli/output.h"
 #include "cli/pmu_status.h"
+#include "cli/progress_line.h"
 #include "model/geometry.h"
 #include "model/profile.h"
 #include "report/report.h"
@@ -35,7 +36,7 @@ namespace {
 const std::vector<OptionSpec> kRecordOpts = {
     {"mode", 0, true}, {"cache", 0, true}, {"cores", 0, true}, {"policy", 0, true},
     {"llc", 0, true},  {"output-profile", 'o', true}, {"period-us", 0, true},
-    {"force", 0, false}, {"help", 'h', false}};
+    {"force", 0, false}, {"no-progress", 0, false}, {"help", 'h', false}};
 const std::vector<OptionSpec> kReportOpts = {
     {"input", 'i', true}, {"format", 0, true}, {"output", 0, true}, {"force", 0, false},
     {"help", 'h', false}};
@@ -74,6 +75,7 @@ struct RecordConfig {
   // profile lives in a private temporary directory and is gone when whymiss exits.
   bool keep_profile = true;
   bool force = false;            // --force: -o may replace a file that is not a profile
+  bool progress = true;          // exact mode: the progress line, when stderr is a terminal
   std::vector<std::string> env;  // NAME=value for the runtime
   std::vector<std::string> program;
 };
@@ -134,6 +136,7 @@ Result<RecordConfig> parse_record(int argc, char** argv, bool with_report_opts) 
   auto a = parse_args(opts, specs);
   if (!a) return Error{a.error()};
   if (!a->positional.empty()) return make_error("unexpected argument '" + a->positional[0] + "' before the program");
+  c.progress = !a->has("no-progress");
   if (const auto* m = a->get("mode")) {
     if (*m != "exact" && *m != "soft" && *m != "pmu" && *m != "auto")
       return make_error("unknown mode '" + *m + "'; expected exact, soft, pmu or auto");
@@ -380,6 +383,10 @@ int record(const RecordConfig& c, std::ostream& err, profile::Profile* out, int*
   if (pipe2(pipefd, O_CLOEXEC) != 0) return fail(err, std::string("cannot create a pipe: ") + std::strerror(errno));
   std::vector<std::string> envs = c.env;
   envs.push_back("WHYMISS_OUTPUT=" + raw);
+  // Exact mode counts every access: a long run says how far it got (progress_line.h).
+  std::unique_ptr<ProgressLine> progress;
+  if (chosen->mode == "exact" && c.progress) progress = ProgressLine::create(raw + ".progress", STDERR_FILENO);
+  if (progress) envs.push_back(progress->env());
   if (chosen->mode != "exact") {
     envs.push_back("WHYMISS_MODE=" + chosen->mode);
     std::string preload = chosen->preload;
@@ -409,6 +416,7 @@ int record(const RecordConfig& c, std::ostream& err, profile::Profile* out, int*
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(127);
       for (const auto& e : envs) putenv(const_cast<char*>(e.c_str()));
+      if (!progress) unsetenv("WHYMISS_PROGRESS");  // only ever the page made for this run
       // Only this process records: descendants that exec a whymiss-built program run unprofiled.
       std::string self = "WHYMISS_PID=" + std::to_string(getpid());
       putenv(self.data());
@@ -422,7 +430,11 @@ int record(const RecordConfig& c, std::ostream& err, profile::Profile* out, int*
     do got = ::read(pipefd[0], &exec_errno, sizeof exec_errno);
     while (got < 0 && errno == EINTR);
     ::close(pipefd[0]);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    if (progress && got != sizeof exec_errno) {
+      progress->wait(pid, &status);
+    } else {
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
     }
   }
   if (got == sizeof exec_errno)
@@ -580,12 +592,14 @@ int run_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
 void record_usage(std::ostream& out) {
   out << "usage: whymiss record [--mode auto|exact|soft|pmu] [--cache SPEC] [--cores N]\n"
          "                      [--policy lru|plru|random] [--llc inclusive|non-inclusive]\n"
-         "                      [--period-us N] [-o PROFILE] [--force] -- program [args]\n"
+         "                      [--period-us N] [-o PROFILE] [--force] [--no-progress] -- program [args]\n"
          "Runs a program and writes its profile (default whymiss.data; an existing file is replaced\n"
          "only if it is a whymiss profile, or with --force). Modes: exact simulates every\n"
          "access of a program built with whymiss-cc/whymiss-c++; soft samples an unmodified dynamically\n"
          "linked program (task-clock samples + software breakpoints); pmu uses PEBS/IBS where the\n"
          "machine has them; auto (default) picks exact for whymiss-cc builds, else pmu, else soft.\n"
+         "In exact mode, when stderr is a terminal, a line there says every 2 s how many accesses\n"
+         "were simulated so far and how long the program has run (--no-progress: not).\n"
          "Exit status: the program's (128 + the signal's number if a signal killed it), as with\n"
          "time or valgrind; 2 when whymiss itself failed (bad options, no profile, a failed write).\n";
 }

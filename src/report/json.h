@@ -1,14 +1,18 @@
-// A small streaming JSON writer. Calls must nest correctly (begin/end pairs, key() before each
-// value inside an object); misuse is caught by assert in debug builds.
+// The JSON writer every report uses: calls in document order (begin/end pairs, key() before each
+// value inside an object; misuse is caught by assert in debug builds) build an
+// nlohmann::ordered_json document, which is written to the stream, in the order the keys were
+// given, when the top-level value is complete.
 //
 //   JsonWriter w(out);
 //   w.begin_object().key("n").value(3).key("ok").value(true).end_object();
 //
-// Strings are escaped per RFC 8259; control characters become \uXXXX (or \n, \t, ...), and bytes
-// that are not valid UTF-8 are replaced with U+FFFD so the output is always valid JSON.
+// Escaping, UTF-8 and number formatting are nlohmann-json's: strings are escaped per RFC 8259,
+// and bytes that are not valid UTF-8 (text from the program: file names, symbols, its command
+// line) are replaced with U+FFFD, so the output is always valid UTF-8 JSON.
 #pragma once
 #include <concepts>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -37,12 +41,14 @@ class JsonWriter {
   template <std::integral T>
   requires(!std::same_as<T, bool>) JsonWriter& value(T v) {
     if constexpr (std::is_signed_v<T>) {
-      return signed_value(static_cast<int64_t>(v));
+      return put(nlohmann::ordered_json(static_cast<int64_t>(v)));
     } else {
-      return unsigned_value(static_cast<uint64_t>(v));
+      return put(nlohmann::ordered_json(static_cast<uint64_t>(v)));
     }
   }
-  // Fixed notation with `decimals` digits after the point; NaN and infinities become null.
+  // Rounded to `decimals` digits after the point (the library prints the shortest form that
+  // reads back as that number); with 0 decimals a whole number within 64 bits is written as an
+  // integer. NaN and infinities become null.
   JsonWriter& value(double d, int decimals = 6);
   JsonWriter& null();
 
@@ -55,29 +61,27 @@ class JsonWriter {
     return key(k).value(d, decimals);
   }
 
-  // True once the single top-level value is complete.
+  // True once the single top-level value is complete (and written).
   bool done() const { return stack_.empty() && wrote_root_; }
 
-  // Appends s as a quoted JSON string literal to *dst.
+  // Appends s as a quoted JSON string literal to *dst, as the writer writes it.
   static void escape(std::string_view s, std::string* dst);
 
  private:
-  struct Frame {
-    bool object;
-    bool empty = true;
-    bool after_key = false;
-  };
-  void before_value();  // separator/indentation before any value or container
-  void newline(size_t depth);
-  JsonWriter& signed_value(int64_t v);
-  JsonWriter& unsigned_value(uint64_t v);
-  JsonWriter& close(bool object, char c);
+  JsonWriter& put(nlohmann::ordered_json v);    // a scalar where the next value goes
+  nlohmann::ordered_json& slot();               // where the next value goes
+  JsonWriter& close(bool object);
+  void emit();
 
   std::ostream& out_;
   int indent_;
-  std::vector<Frame> stack_;
+  nlohmann::ordered_json root_;
+  // The open containers, outermost first. Only the innermost one grows while it is open, so
+  // the pointers to its ancestors stay valid.
+  std::vector<nlohmann::ordered_json*> stack_;
+  std::string key_;
+  bool have_key_ = false;
   bool wrote_root_ = false;
-  std::string scratch_;
 };
 
 }  // namespace whymiss

@@ -8,7 +8,8 @@ the diagnosis. Exit 0 when the verdict holds, 1 with a reason otherwise.
   check_run.py WHYMISS PROGRAM --profile-only [--signal N] [--same-output NATIVE]
 Options: --expect-pattern P and --expect-suggestion TEXT (with --expect) check the top finding's
 access pattern and fix; --mode exact|soft|auto (auto: --expect-mode says which mode the report must name),
---args ARG... passed to the program (and to the --same-output program).
+--args ARG... passed to the program (and to the --same-output program). Every report must follow
+docs/report.schema.json.
 """
 import argparse
 import json
@@ -16,6 +17,9 @@ import os
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report_schema  # noqa: E402
 
 
 def main():
@@ -57,6 +61,9 @@ def main():
                 return fail("no report was written")
             with open(rep) as f:
                 report = json.load(f)
+            errors = report_schema.validate(report, "report")
+            if errors:
+                return fail("the report does not follow docs/report.schema.json: " + "; ".join(errors[:5]))
             want_mode = a.expect_mode or (a.mode if a.mode != "auto" else None)
             if want_mode and report.get("mode") != want_mode:
                 return fail(f"mode is {report.get('mode')!r}, expected {want_mode!r}")

@@ -8,6 +8,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report_schema  # noqa: E402
+
 
 def run(*args):
     return subprocess.run(list(args), capture_output=True, text=True, timeout=600)
@@ -28,6 +31,10 @@ def main():
             print("FAIL: diff exited", fwd.returncode, back.returncode, fwd.stderr, back.stderr)
             return 1
         f, g = json.loads(fwd.stdout), json.loads(back.stdout)
+        errors = report_schema.validate(f, "diff") + report_schema.validate(g, "diff")
+        if errors:
+            print("FAIL: the diff does not follow docs/report.schema.json:", errors[:5])
+            return 1
         fk = [x for x in f["findings"] if x["kind"] == kind]
         gk = [x for x in g["findings"] if x["kind"] == kind]
         if not fk or any(x["verdict"] != "fixed" for x in fk):

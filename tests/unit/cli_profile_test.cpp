@@ -2,6 +2,9 @@
 // profile or report file left behind.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <pty.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -20,6 +23,7 @@
 #include "cli/output.h"
 #include "cli/pmu_status.h"
 #include "cli/profile_cmds.h"
+#include "cli/progress_line.h"
 #include "model/profile.h"
 
 namespace whymiss::cli {
@@ -371,6 +375,73 @@ TEST_F(CliProfile, TextReportEscapesControlCharacters) {
 
 TEST_F(CliProfile, RunWithoutProgram) {
   expect_one_sentence(call(run_main, {"run", "--format", "json"}), "no program given");
+}
+
+// ---- the progress line (progress_line.h) ----
+
+TEST(ProgressLine, Text) {
+  EXPECT_EQ(progress_text(0, std::chrono::seconds(2)), "whymiss: 0 accesses simulated, 0:02 elapsed");
+  EXPECT_EQ(progress_text(1234567, std::chrono::seconds(65)), "whymiss: 1,234,567 accesses simulated, 1:05 elapsed");
+  EXPECT_EQ(progress_text(999, std::chrono::seconds(3 * 3600 + 62)), "whymiss: 999 accesses simulated, 3:01:02 elapsed");
+}
+
+TEST_F(CliProfile, ProgressLineOnlyOnATerminal) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  EXPECT_EQ(ProgressLine::create(path("p.progress"), fds[1]), nullptr);
+  EXPECT_EQ(files(), 0u);  // no page either
+  close(fds[0]);
+  close(fds[1]);
+}
+
+// What the runtime sees of the page, and what the terminal shows: a child stands in for the
+// program, reading the terminal until the line with its count appears, then exiting; wait()
+// returns then, with the line cleared.
+TEST_F(CliProfile, ProgressLineShowsThePageAndClearsIt) {
+  int master = -1, slave = -1;
+  ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  auto line = ProgressLine::create(path("p.progress"), slave);
+  ASSERT_NE(line, nullptr);
+  EXPECT_EQ(line->env(), "WHYMISS_PROGRESS=" + path("p.progress"));
+  const int fd = open(path("p.progress").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  void* m = mmap(nullptr, progress::kSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  ASSERT_NE(m, MAP_FAILED);
+  auto* page = static_cast<progress::Page*>(m);
+  EXPECT_EQ(page->magic, progress::kMagic);
+  page->attached.store(1);
+  page->accesses.store(1234567);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(60);  // a line that never comes fails the test (SIGALRM), never hangs it
+    std::string seen;
+    char buf[256];
+    while (seen.find("1,234,567 accesses simulated") == std::string::npos) {
+      const ssize_t n = read(master, buf, sizeof buf);
+      if (n <= 0) _exit(1);
+      seen.append(buf, size_t(n));
+    }
+    _exit(0);
+  }
+  int status = 0;
+  line->wait(pid, &status, std::chrono::milliseconds(10));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  std::string rest;
+  pollfd p{master, POLLIN, 0};
+  char buf[4096];
+  while (poll(&p, 1, 0) > 0) {
+    const ssize_t n = read(master, buf, sizeof buf);
+    if (n <= 0) break;
+    rest.append(buf, size_t(n));
+  }
+  ASSERT_GE(rest.size(), 4u);
+  EXPECT_EQ(rest.substr(rest.size() - 4), "\r\x1b[K") << rest;
+  munmap(m, progress::kSize);
+  line.reset();
+  close(master);
+  close(slave);
 }
 
 }  // namespace

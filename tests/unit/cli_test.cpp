@@ -191,6 +191,13 @@ class JsonParser {
       while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
       if (i_ == frac) return false;
     }
+    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
+      ++i_;
+      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
+      size_t exp = i_;
+      while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
+      if (i_ == exp) return false;
+    }
     out->type = Json::Number;
     out->text = std::string(s_.substr(start, i_ - start));
     return true;
@@ -371,22 +378,23 @@ TEST(JsonWriter, Integers) {
 }
 
 TEST(JsonWriter, Doubles) {
+  // Rounded to the given decimals, then written in the shortest form that reads back as that
+  // number (nlohmann-json's); 0 decimals give an integer where one fits in 64 bits.
   EXPECT_EQ(compact([](JsonWriter& w) {
-              w.begin_array().value(0.5, 3).value(2.0 / 3, 4).value(-1.25, 1).value(1e20, 0);
-              w.value(-0.0001, 2).value(std::nan(""), 2);
+              w.begin_array().value(0.5, 3).value(2.0 / 3, 4).value(-1.25, 1).value(1234.56, 0);
+              w.value(-3.7, 0).value(1e20, 0).value(-0.0001, 2).value(std::nan(""), 2);
               w.value(std::numeric_limits<double>::infinity()).end_array();
             }),
-            "[0.500,0.6667,-1.2,100000000000000000000,0.00,null,null]");
-  // Large values stay in fixed notation.
+            "[0.5,0.6667,-1.3,1235,-4,1e+20,0.0,null,null]");
   std::string big = compact([](JsonWriter& w) { w.value(std::numeric_limits<double>::max(), 2); });
-  EXPECT_EQ(big.size(), 309u + 3u);
+  EXPECT_EQ(std::stod(big), std::numeric_limits<double>::max());
 }
 
 TEST(JsonWriter, StringEscaping) {
   EXPECT_EQ(escaped("plain"), R"("plain")");
   EXPECT_EQ(escaped("q\"b\\s/"), R"("q\"b\\s/")");
   EXPECT_EQ(escaped("\n\r\t\b\f"), R"("\n\r\t\b\f")");
-  EXPECT_EQ(escaped(std::string_view("\x00\x01\x1f\x7f", 4)), R"("\u0000\u0001\u001f\u007f")");
+  EXPECT_EQ(escaped(std::string_view("\x00\x01\x1f\x7f", 4)), "\"\\u0000\\u0001\\u001f\x7f\"");  // DEL needs none
 }
 
 TEST(JsonWriter, Utf8) {

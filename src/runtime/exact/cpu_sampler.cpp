@@ -33,6 +33,7 @@ struct State {
   pid_t owner = 0;
   int signo = 0;
   uint64_t period_ns = 0;
+  void (*tick)() = nullptr;
   CpuSampleRecord* recs = nullptr;
   size_t cap = 0;
   std::atomic<uint64_t> claimed{0};
@@ -87,7 +88,10 @@ void on_signal(int s, siginfo_t* si, void* ctx) {
     return;
   }
   g.active.fetch_add(1, std::memory_order_acquire);
-  if (g.on.load(std::memory_order_acquire) && getpid() == g.owner) take(si, ctx);
+  if (g.on.load(std::memory_order_acquire) && getpid() == g.owner) {
+    take(si, ctx);
+    if (g.tick) g.tick();
+  }
   g.active.fetch_sub(1, std::memory_order_release);
   errno = saved;
 }
@@ -108,6 +112,7 @@ void off(const char* why) { std::snprintf(g.why_off, sizeof g.why_off, "%s", why
 void start(pid_t owner, const Knobs& k) {
   g.owner = owner;
   g.period_ns = k.period_ns ? k.period_ns : Knobs{}.period_ns;
+  g.tick = k.tick;
   void* p = mmap(nullptr, k.max_samples * sizeof(CpuSampleRecord), PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return off("its sample store could not be mapped");

@@ -36,6 +36,9 @@ namespace whymiss::rt::cpu {
 struct Knobs {
   uint64_t period_ns = 10 * 1000 * 1000;  // 10 ms of a thread's CPU time: ~100 samples/s/thread
   size_t max_samples = 1 << 18;           // 6 MiB of address space (MAP_NORESERVE)
+  // Called on every sample, in the handler, on the sampled thread (the recording's progress,
+  // model/progress.h): must be async-signal-safe.
+  void (*tick)() = nullptr;
 };
 
 // Picks the signal, installs its handler and maps the store. `owner` is the recording process.

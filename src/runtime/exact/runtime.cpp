@@ -3,7 +3,8 @@
 //
 // Configured by the environment (set by `whymiss record`): WHYMISS_OUTPUT (profile path; unset =
 // the runtime stays off and the program runs normally), WHYMISS_CACHE, WHYMISS_CORES (0 = one
-// simulated core per thread), WHYMISS_POLICY, WHYMISS_LLC. The profile is written at exit, from
+// simulated core per thread), WHYMISS_POLICY, WHYMISS_LLC, WHYMISS_PROGRESS (a page to publish
+// progress in, model/progress.h). The profile is written at exit, from
 // exit() in any thread, and from fatal or terminating signals whose disposition was the default.
 // A forked child is left alone (it runs unprofiled). Nothing here may throw, allocate from the
 // program's heap, or change errno as seen by the program.
@@ -13,6 +14,8 @@
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +29,7 @@
 
 #include "model/host_memory.h"
 #include "model/profile.h"
+#include "model/progress.h"
 #include "runtime/common/heap.h"
 #include "runtime/common/inside.h"
 #include "runtime/common/run_env.h"
@@ -104,6 +108,7 @@ struct ThreadState {
   uint64_t dep_seen[kDepCache] = {};
   pthread_t self{};
   std::atomic<uint64_t> final_mark{0};
+  uint64_t progress_published = 0;  // `accesses` as of this thread's last progress tick
 };
 
 struct Global {
@@ -151,6 +156,47 @@ struct Global {
 constinit Global g;
 
 thread_local ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
+
+// ---- progress (model/progress.h) ----
+constinit progress::Page* g_progress = nullptr;
+
+// Maps the page WHYMISS_PROGRESS names, if any (at init; errno kept). Anything unexpected (no
+// file, too small, not our magic) leaves progress off: the recording goes on regardless.
+void attach_progress() {
+  const char* path = std::getenv("WHYMISS_PROGRESS");
+  if (path == nullptr || *path == '\0') return;
+  const int saved = errno;
+  const int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  struct stat st {};
+  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && size_t(st.st_size) >= progress::kSize) {
+    void* m = mmap(nullptr, progress::kSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m != MAP_FAILED) {
+      auto* page = static_cast<progress::Page*>(m);
+      if (page->magic == progress::kMagic) {
+        page->attached.fetch_add(1, std::memory_order_relaxed);
+        g_progress = page;
+      } else {
+        munmap(m, progress::kSize);
+      }
+    }
+  }
+  if (fd >= 0) close(fd);
+  errno = saved;
+}
+
+// Called by the CPU-time sampler's signal handler on the interrupted thread (async-signal-safe:
+// two loads, one store to the thread's own state, one atomic add). The thread's count is written
+// by itself and, for a relayed thread, by the relay: an aligned 8-byte load that may be a tick
+// behind, which is all a progress line needs.
+void progress_tick() {
+  progress::Page* page = g_progress;
+  ThreadState* t = t_state;
+  if (page == nullptr || t == nullptr) return;
+  const uint64_t now = __atomic_load_n(&t->accesses, __ATOMIC_RELAXED);
+  const uint64_t delta = now - t->progress_published;
+  t->progress_published = now;
+  if (delta) page->accesses.fetch_add(delta, std::memory_order_relaxed);
+}
 thread_local bool t_in_runtime __attribute__((tls_model("initial-exec"))) = false;
 thread_local bool t_unrecorded __attribute__((tls_model("initial-exec"))) = false;  // refused for good
 thread_local uint32_t t_preassigned __attribute__((tls_model("initial-exec"))) = 0;  // index + 1
@@ -258,7 +304,10 @@ void init() {
   g.membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
   // Fatal and terminating signals write the profile first (common/signal_guard.h).
   sig::install_fatal_guards(finish, g.pid);
-  cpu::start(g.pid);  // where the CPU time goes: instrumented code or not (cpu_sampler.h)
+  attach_progress();
+  cpu::Knobs cpu_knobs;
+  cpu_knobs.tick = progress_tick;
+  cpu::start(g.pid, cpu_knobs);  // where the CPU time goes: instrumented code or not (cpu_sampler.h)
   // Reuse distances for miss-ratio curves (reuse.h): sampled by default; WHYMISS_MRC=all follows
   // every line (exact distances, about twice exact mode's time), WHYMISS_MRC=0 turns them off.
   if (const char* m = std::getenv("WHYMISS_MRC"); !(m && std::strcmp(m, "0") == 0)) {

@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""schema_check.py WHYMISS SOURCE_DIR [--exact PROG...] [--soft PROG ARGS...] [--diff A B]:
+every JSON output of whymiss validates against docs/report.schema.json, and the schema is strict
+enough to reject a document with a field renamed, missing or of the wrong type.
+
+Reports: of the golden profiles (tests/golden/*.data, exact and sampled) and of each --exact
+program (exact mode) and --soft program (soft mode, unmodified binary) recorded here; simulate
+outputs of the example traces; diff outputs of golden pairs and of the --diff programs' profiles.
+Then mutated copies of valid documents must fail, and the documents seen must have exercised the
+schema's optional parts (cpu_time, sampling, pattern, stride_bytes, l1_misses, ...)."""
+import argparse
+import copy
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report_schema  # noqa: E402
+
+
+def run(*args, **kw):
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=600, **kw)
+
+
+def paths(doc, prefix=""):
+    """Every key path in doc, array indices as [*]."""
+    out = set()
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            p = f"{prefix}/{k}"
+            out.add(p)
+            out |= paths(v, p)
+    elif isinstance(doc, list):
+        for v in doc:
+            out |= paths(v, prefix + "[*]")
+    return out
+
+
+class Checker:
+    def __init__(self, whymiss):
+        self.whymiss = whymiss
+        self.docs = {k: [] for k in report_schema.KINDS}
+        self.failures = []
+
+    def output(self, which, label, *args):
+        r = run(self.whymiss, *args)
+        if r.returncode != 0:
+            self.failures.append(f"{label}: whymiss {' '.join(args)} exited {r.returncode}: {r.stderr.strip()}")
+            return
+        try:
+            doc = json.loads(r.stdout)
+        except ValueError as e:
+            self.failures.append(f"{label}: not JSON: {e}")
+            return
+        self.check(which, label, doc)
+
+    def check(self, which, label, doc):
+        errors = report_schema.validate(doc, which)
+        if errors:
+            self.failures.append(f"{label}: invalid {which}:\n    " + "\n    ".join(errors[:10]))
+        self.docs[which].append((label, doc))
+
+
+# Mutations of a valid document that the schema must reject: (output, description, function that
+# changes the document in place and returns False when the document has no such part).
+def rename(obj, old, new):
+    if not isinstance(obj, dict) or old not in obj:
+        return False
+    obj[new] = obj.pop(old)
+    return True
+
+
+def drop(obj, key):
+    if not isinstance(obj, dict) or key not in obj:
+        return False
+    del obj[key]
+    return True
+
+
+def first(items, pred=lambda x: True):
+    return next((x for x in items if pred(x)), None)
+
+
+def capacity(d):
+    return first(d.get("findings", []), lambda f: f["kind"] == "capacity")
+
+
+def strided(d):
+    return first(d.get("findings", []), lambda f: f.get("pattern") == "strided")
+
+
+def obj_with_misses(d):
+    for f in d.get("findings", []):
+        o = first(f["objects"], lambda o: "l1_misses" in o)
+        if o:
+            return o
+    return None
+
+
+MUTATIONS = [
+    ("report", "schema_version missing", lambda d: drop(d, "schema_version")),
+    ("report", "schema_version 2", lambda d: d.update(schema_version=2) or True),
+    ("report", "an unknown top-level key", lambda d: d.update(extra=1) or True),
+    ("report", "findings renamed", lambda d: rename(d, "findings", "finding")),
+    ("report", "findings[*].pattern renamed", lambda d: rename(capacity(d), "pattern", "patern")),
+    ("report", "findings[*].pattern missing", lambda d: drop(capacity(d), "pattern")),
+    ("report", "findings[*].pattern unknown", lambda d: capacity(d) is not None and capacity(d).update(pattern="zigzag") is None),
+    ("report", "findings[*].stride_bytes missing", lambda d: drop(strided(d), "stride_bytes")),
+    ("report", "findings[*].evidence renamed", lambda d: bool(d["findings"]) and rename(d["findings"][0], "evidence", "evidences")),
+    ("report", "an unknown evidence key", lambda d: bool(d["findings"]) and d["findings"][0]["evidence"].update(hunch=1) is None),
+    ("report", "findings[*].share above 1", lambda d: bool(d["findings"]) and d["findings"][0].update(share=1.5) is None),
+    ("report", "findings[*].kind unknown", lambda d: bool(d["findings"]) and d["findings"][0].update(kind="bad_luck") is None),
+    ("report", "objects[*].l1_misses renamed", lambda d: rename(obj_with_misses(d), "l1_misses", "l1_miss")),
+    ("report", "objects[*].l1_misses a string", lambda d: obj_with_misses(d) is not None and obj_with_misses(d).update(l1_misses="12") is None),
+    ("report", "instructions[*].frames missing", lambda d: any(drop(i, "frames") for f in d["findings"] for i in f["instructions"][:1])),
+    ("report", "source_lines[*].frames empty", lambda d: bool(d["source_lines"]) and d["source_lines"][0].update(frames=[]) is None),
+    ("report", "source_lines[*].misses negative", lambda d: bool(d["source_lines"]) and d["source_lines"][0]["misses"].update(L1=-1) is None),
+    ("report", "cpu_time.uninstrumented_share missing", lambda d: drop(d.get("cpu_time"), "uninstrumented_share")),
+    ("report", "cpu_time.samples a float", lambda d: "cpu_time" in d and d["cpu_time"].update(samples=1.5) is None),
+    ("report", "sampling.unit missing", lambda d: drop(d.get("sampling"), "unit")),
+    ("report", "totals.levels[*].misses_by_kind.conflict missing", lambda d: drop(d["totals"]["levels"][0]["misses_by_kind"], "conflict")),
+    ("simulate", "miss_ratio renamed", lambda d: rename(d["totals"]["levels"][0], "miss_ratio", "missratio")),
+    ("simulate", "policy unknown", lambda d: d.update(policy="fifo") or True),
+    ("simulate", "schema_version missing", lambda d: drop(d, "schema_version")),
+    ("diff", "same_cache missing", lambda d: drop(d, "same_cache")),
+    ("diff", "findings[*].verdict unknown", lambda d: bool(d["findings"]) and d["findings"][0].update(verdict="fixd") is None),
+    ("diff", "objects[*].l1_misses_after renamed", lambda d: bool(d["objects"]) and rename(d["objects"][0], "l1_misses_after", "after")),
+]
+
+# Optional parts of the schema that the documents above must have exercised, so the validation is
+# not vacuous.
+MUST_SEE = {
+    "report": ["/cpu_time/uninstrumented_modules", "/sampling/trace", "/collector_notes",
+               "/findings[*]/pattern", "/findings[*]/stride_bytes", "/findings[*]/support",
+               "/findings[*]/objects[*]/l1_misses", "/findings[*]/objects[*]/alloc_site",
+               "/findings[*]/objects[*]/name", "/findings[*]/instructions[*]/frames",
+               "/findings[*]/evidence/words_per_thread", "/source_lines[*]/frames", "/totals/unit"],
+    "simulate": ["/totals/levels[*]/misses_by_kind/false_sharing"],
+    "diff": ["/findings[*]/verdict", "/source_lines[*]/name", "/objects[*]/name"],
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("whymiss")
+    ap.add_argument("source_dir")
+    ap.add_argument("--exact", nargs="*", default=[])
+    ap.add_argument("--soft", nargs="+", default=[], help="PROGRAM [ARGS...] run in soft mode")
+    ap.add_argument("--diff", nargs=2, default=None, help="two programs whose profiles to diff")
+    a = ap.parse_args()
+    c = Checker(a.whymiss)
+
+    golden = sorted(glob.glob(os.path.join(a.source_dir, "tests", "golden", "*.data")))
+    if not golden:
+        print("FAIL: no golden profiles in", a.source_dir)
+        return 1
+    for g in golden:
+        name = os.path.basename(g)
+        c.output("report", name, "report", "-i", g, "--format", "json")
+        with open(g[:-len(".data")] + ".json") as f:  # the checked-in expected report too
+            c.check("report", name[:-len(".data")] + ".json", json.load(f))
+    for x, y in zip(golden, golden[1:] + golden[:1]):
+        c.output("diff", f"diff {os.path.basename(x)} {os.path.basename(y)}", "diff", x, y, "--format", "json")
+
+    for t in sorted(glob.glob(os.path.join(a.source_dir, "examples", "*.trace"))):
+        c.output("simulate", os.path.basename(t), "simulate", t, "--format", "json")
+        c.output("simulate", os.path.basename(t) + " --cores 1 --policy plru", "simulate", t, "--format", "json",
+                 "--cores", "1", "--cache", "L1=32K:8:64,L2=1M:16:64", "--policy", "plru", "--llc", "non-inclusive")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = [("exact", p, []) for p in a.exact]
+        if a.soft:
+            runs.append(("soft", a.soft[0], a.soft[1:]))
+        profiles = {}
+        for i, (mode, prog, args) in enumerate(runs):
+            prof = os.path.join(tmp, f"{i}.data")
+            r = run(a.whymiss, "record", "--mode", mode, "-o", prof, "--", prog, *args)
+            if r.returncode != 0:
+                c.failures.append(f"record --mode {mode} {prog}: exited {r.returncode}: {r.stderr.strip()}")
+                continue
+            profiles[prog] = prof
+            c.output("report", f"{mode} {os.path.basename(prog)}", "report", "-i", prof, "--format", "json")
+        if a.diff:
+            for prog in a.diff:
+                if prog not in profiles:
+                    prof = os.path.join(tmp, f"d{len(profiles)}.data")
+                    r = run(a.whymiss, "record", "-o", prof, "--", prog)
+                    if r.returncode != 0:
+                        c.failures.append(f"record {prog}: exited {r.returncode}: {r.stderr.strip()}")
+                        continue
+                    profiles[prog] = prof
+            if all(p in profiles for p in a.diff):
+                x, y = (profiles[p] for p in a.diff)
+                c.output("diff", "diff of the --diff programs", "diff", x, y, "--format", "json")
+                c.output("diff", "diff of the --diff programs, reversed", "diff", y, x, "--format", "json")
+
+    for which, wanted in MUST_SEE.items():
+        seen = set()
+        for _, doc in c.docs[which]:
+            seen |= paths(doc)
+        for p in wanted:
+            if p not in seen:
+                c.failures.append(f"no {which} output had {p}: the schema's coverage is not tested")
+
+    for which, what, mutate in MUTATIONS:
+        applied = 0
+        for label, doc in c.docs[which]:
+            d = copy.deepcopy(doc)
+            if not mutate(d):
+                continue
+            applied += 1
+            if not report_schema.validate(d, which):
+                c.failures.append(f"{label} with {what} still validates")
+        if applied == 0:
+            c.failures.append(f"no {which} output to mutate with {what}")
+
+    if c.failures:
+        print("FAIL:\n  " + "\n  ".join(c.failures))
+        return 1
+    n = sum(len(v) for v in c.docs.values())
+    print(f"ok: {n} JSON outputs valid ({', '.join(f'{len(v)} {k}' for k, v in c.docs.items())}); "
+          f"{len(MUTATIONS)} kinds of mutation rejected")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
