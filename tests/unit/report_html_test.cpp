@@ -116,7 +116,7 @@ TEST_F(ReportHtml, SelfContainedWithTheMissKindsChart) {
   ASSERT_NE(data, std::string::npos);
   const std::string json = page.substr(data, page.find("</script>", data) - data);
   EXPECT_NE(json.find("\"label\":\"capacity\""), std::string::npos) << json;
-  EXPECT_NE(json.find("[100.00,100.00]"), std::string::npos) << json;
+  EXPECT_NE(json.find("[100.0,100.0]"), std::string::npos) << json;
 }
 
 TEST_F(ReportHtml, FindingsAndAnnotatedSource) {
