@@ -3,6 +3,7 @@
 // distances, ...) each add a function here and an entry in views().
 #include <sstream>
 
+#include "analysis/mrc.h"
 #include "report/common.h"
 #include "report/html_page.h"
 #include "report/json.h"
@@ -61,10 +62,52 @@ void miss_kinds(Page& page, const profile::Profile& p, const analysis::Analysis&
              "Share of each level's misses by kind");
 }
 
+// The program's miss-ratio curve (analysis/mrc.h): miss ratio against cache size on a log axis,
+// one line per line size, with the machine's level sizes marked in the caption.
+void miss_ratio_curve(Page& page, const profile::Profile& p, const analysis::Analysis&) {
+  std::vector<analysis::Mrc> curves;
+  if (auto m = analysis::program_mrc(p)) curves.push_back(*m);
+  if (curves.empty()) return;
+  if (auto m2 = analysis::program_mrc(p, 2 * p.geometry.line())) curves.push_back(*m2);
+  const char* colours[] = {"#4e79a7", "#f28e2b"};
+  std::ostringstream cfg;
+  {
+    JsonWriter w(cfg, 0);
+    w.begin_object().field("type", "line");
+    w.key("data").begin_object().key("datasets").begin_array();
+    for (size_t i = 0; i < curves.size(); ++i) {
+      w.begin_object().field("label", std::to_string(curves[i].line) + "-byte lines");
+      w.field("borderColor", colours[i % 2]).field("backgroundColor", colours[i % 2]).field("pointRadius", 2);
+      w.key("data").begin_array();
+      for (const auto& pt : curves[i].points)
+        w.begin_object().field("x", double(pt.size) / 1024.0, 3).field("y", 100.0 * pt.miss_ratio, 3).end_object();
+      w.end_array().end_object();
+    }
+    w.end_array().end_object();
+    w.key("options").begin_object().field("maintainAspectRatio", false).field("parsing", true);
+    w.key("scales").begin_object();
+    w.key("x").begin_object().field("type", "logarithmic");
+    w.key("title").begin_object().field("display", true).field("text", "cache size (KiB, log scale)").end_object();
+    w.end_object();
+    w.key("y").begin_object().field("min", 0);
+    w.key("title").begin_object().field("display", true).field("text", "miss ratio (%)").end_object();
+    w.end_object().end_object();
+    w.key("plugins").begin_object().key("legend").begin_object().field("position", "bottom").end_object();
+    w.end_object().end_object().end_object();
+  }
+  std::string levels;
+  for (const auto& l : p.geometry.levels) levels += (levels.empty() ? "" : ", ") + l.name + " " + std::to_string(l.size / 1024) + " KiB";
+  std::ostringstream& s = page.section("mrc", "Miss ratio by cache size");
+  s << "<p>The miss ratio a fully-associative LRU cache of each size would have had on this run's "
+       "accesses, from their reuse distances [" << esc(curves[0].how) << "]. This machine: "
+    << esc(levels) << ".</p>\n";
+  page.chart("mrc", "Miss-ratio curve", cfg.str(), "Miss ratio against cache size");
+}
+
 }  // namespace
 
 const std::vector<View>& views() {
-  static const std::vector<View> v{miss_kinds};
+  static const std::vector<View> v{miss_kinds, miss_ratio_curve};
   return v;
 }
 
