@@ -7,11 +7,17 @@
 namespace whymiss::analysis {
 namespace {
 
-std::string how_of(double rate) {
-  if (rate >= 1) return "counted";
-  char b[64];
-  std::snprintf(b, sizeof b, "sampled (%.3g %% of lines followed)", 100 * rate);
-  return b;
+std::string how_of(double rate, const profile::Profile& p) {
+  std::string how = "counted";
+  if (rate < 1) {
+    char b[64];
+    std::snprintf(b, sizeof b, "sampled (%.3g %% of lines followed)", 100 * rate);
+    how = b;
+  }
+  // A thread's repeat of its own previous line skips the tracker and counts as distance 0, even
+  // when other threads used lines in between: with several threads the curve is approximate.
+  if (p.threads.size() > 1) how += "; threads' accesses merged into one stream, approximate";
+  return how;
 }
 
 }  // namespace
@@ -48,14 +54,17 @@ std::optional<Mrc> program_mrc(const profile::Profile& p, uint32_t line_bytes) {
     Mrc m;
     m.line = line_bytes;
     m.rate = r.rate;
-    m.how = how_of(r.rate);
+    m.how = how_of(r.rate, p);
     for (uint64_t s : mrc_sizes(p)) m.points.push_back({s, miss_ratio_at(r, p.meta.accesses, s)});
     return m;
   }
   return std::nullopt;
 }
 
-std::optional<Mrc> instructions_mrc(const profile::Profile& p, const std::vector<uint64_t>& ips) {
+std::optional<Mrc> instructions_mrc(const profile::Profile& p, const std::vector<uint64_t>& ips_in) {
+  std::vector<uint64_t> ips = ips_in;
+  std::sort(ips.begin(), ips.end());
+  ips.erase(std::unique(ips.begin(), ips.end()), ips.end());
   if (ips.empty()) return std::nullopt;
   std::unordered_map<uint64_t, const profile::ReuseRecord*> hist;
   for (const auto& r : p.reuse)
@@ -74,10 +83,11 @@ std::optional<Mrc> instructions_mrc(const profile::Profile& p, const std::vector
     for (int b = 0; b < profile::kReuseBuckets; ++b) sum.buckets[b] += r.buckets[b];
     total += accesses[ip];
   }
+  if (total == 0) return std::nullopt;
   Mrc m;
   m.line = sum.line_bytes;
   m.rate = sum.rate;
-  m.how = how_of(sum.rate);
+  m.how = how_of(sum.rate, p);
   for (uint64_t s : mrc_sizes(p)) m.points.push_back({s, miss_ratio_at(sum, total, s)});
   return m;
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include <cmath>
 #include <cstring>
 
 namespace whymiss::profile {
@@ -336,6 +337,13 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
     if (c.window >= p.windows.size()) return bad("a capture names a missing window");
   for (const auto& a : p.trace_accesses)
     if (a.window >= p.traces.size()) return bad("a traced access names a missing trace window");
+  for (const auto& r : p.reuse) {
+    bool ok = r.scope <= kReuseInstruction && r.line_bytes >= 4 && (r.line_bytes & (r.line_bytes - 1)) == 0 &&
+              std::isfinite(r.rate) && r.rate > 0 && r.rate <= 1 && std::isfinite(r.cold) && r.cold >= 0 &&
+              std::isfinite(r.weighted) && r.weighted >= 0;
+    for (double b : r.buckets) ok = ok && std::isfinite(b) && b >= 0;
+    if (!ok) return bad("a reuse-distance histogram holds impossible values");
+  }
   for (const auto& l : levels) {
     LevelGeometry g;
     g.name.assign(l.name, strnlen(l.name, sizeof l.name));

@@ -238,6 +238,7 @@ struct Hierarchy::Impl {
         int64_t j = c.priv[u]->find(v);
         if (j < 0) continue;
         dirty |= c.priv[u]->entry(size_t(j)).dirty;
+        if (u == 0) c.log_victim(c.priv[0]->set_of(v), v);  // a departure from its L1 set too
         c.priv[u]->invalidate(size_t(j));
         sh.counters.level[u].back_invalidations++;
         d.inclusion_levels |= uint8_t(1u << u);
@@ -668,14 +669,11 @@ uint32_t Hierarchy::rivals_within(uint32_t core, uint64_t line, uint64_t lo_line
   Guard sg(m.shards[line & m.shard_mask].lock, m.concurrent);
   const Cache& l1 = *c.l1;
   const uint32_t set = l1.set_of(line), ways = l1.ways(), depth = c.victim_depth;
-  // At most ways + depth candidates; distinct ones are counted by sorting them.
-  uint64_t found[3 * 16 * 4];
-  uint64_t* buf = found;
-  std::vector<uint64_t> big;
-  if (size_t(ways) + depth > sizeof found / sizeof found[0]) {
-    big.resize(size_t(ways) + depth);
-    buf = big.data();
-  }
+  // At most ways + depth candidates; distinct ones are counted by sorting them. Callers run
+  // under the object store's lock, where nothing may allocate: an L1 wider than 64 ways (where
+  // conflicts are rare anyway) gets no answer.
+  uint64_t buf[3 * 64];
+  if (size_t(ways) + depth > sizeof buf / sizeof buf[0]) return 0;
   size_t n = 0;
   auto consider = [&](uint64_t v) {
     if (v != Cache::kInvalid && v != line && v >= lo_line && v < hi_line) buf[n++] = v;

@@ -236,9 +236,10 @@ class Hierarchy {
   // Evidence for who caused a conflict miss at L1, asked right after access() reported one on
   // `line` for `core`: how many distinct lines in [lo_line, hi_line) other than `line` went
   // through `line`'s L1 set since `line` was last evicted from it, i.e. the set's present lines
-  // and those it evicted after `line`, as far back as its victim log reaches (2 x ways evictions;
-  // 0 when the log is off, see kMaxVictimLogBytes). Every such line was accessed after `line`
-  // last was (so under LRU, once they number the ways, they alone would have evicted `line`):
+  // and those that left it (evicted, or dropped by inclusion) after `line` did, as far back as its
+  // victim log reaches (2 x ways departures; 0 when the log is off, see kMaxVictimLogBytes, or the
+  // L1 has more than 64 ways). Under LRU every such line was accessed after `line` last was, so
+  // once they number the ways they alone would have evicted `line` (other policies: roughly):
   // with [lo_line, hi_line) the lines of one object, that says whether the object's own layout
   // caused the miss (a stride within it) or other data mapping to the same set did. Counting
   // stops at `enough`. Takes the same locks as access().

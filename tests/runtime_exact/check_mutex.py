@@ -30,9 +30,9 @@ def main():
             if os.path.basename(row.get("file", "")) == os.path.basename(source)}
     for mark, line in marks.items():
         row = rows.get(line)
-        if row is None or row.get("writes", 0) < 1000:
+        if row is None or row.get("writes", 0) != 1000:
             print(f"FAIL: line {line} ({mark}) shows {row and row.get('writes')} writes, "
-                  f"expected 1000 simulated lock-word writes; rows: {sorted(rows)}")
+                  f"expected exactly 1000 simulated lock-word writes; rows: {sorted(rows)}")
             return 1
     print("ok: lock and unlock lines show", [rows[l]["writes"] for l in marks.values()], "writes")
     return 0

@@ -1,6 +1,9 @@
 // The profile file: round trip, and one clear error for every way a file can be wrong.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <filesystem>
+
 #include <filesystem>
 #include <cstring>
 #include <fstream>
@@ -156,6 +159,35 @@ TEST_F(ProfileFile, SamplingSectionsRoundTrip) {
   // The exact-mode sections beside them are intact.
   EXPECT_EQ(r->command, "./prog --flag");
   EXPECT_EQ(r->objects[0].serial, 7u);
+}
+
+// Reuse-distance histograms round-trip, and impossible values (NaN, a rate above 1, a line size
+// that is not a power of two) are refused with one sentence instead of making nonsense curves.
+TEST_F(ProfileFile, ReuseHistogramsRoundTripAndImpossibleOnesAreRefused) {
+  Profile p = sample();
+  ReuseRecord r{};
+  r.line_bytes = 64;
+  r.rate = 0.0625;
+  r.cold = 3;
+  r.weighted = 10;
+  r.buckets[reuse_bucket(100)] = 7;
+  p.reuse.push_back(r);
+  ASSERT_TRUE(write_profile(path_, p).ok());
+  auto ok = read_profile(path_);
+  ASSERT_TRUE(ok.ok()) << ok.error();
+  ASSERT_EQ(ok->reuse.size(), 1u);
+  EXPECT_EQ(ok->reuse[0].buckets[reuse_bucket(100)], 7);
+  for (int bad = 0; bad < 3; ++bad) {
+    Profile q = p;
+    if (bad == 0) q.reuse[0].buckets[5] = std::nan("");
+    if (bad == 1) q.reuse[0].rate = 2;
+    if (bad == 2) q.reuse[0].line_bytes = 48;
+    std::filesystem::remove(path_);
+    ASSERT_TRUE(write_profile(path_, q).ok());
+    auto r2 = read_profile(path_);
+    ASSERT_FALSE(r2.ok()) << bad;
+    EXPECT_NE(r2.error().find("reuse-distance histogram holds impossible values"), std::string::npos) << r2.error();
+  }
 }
 
 TEST_F(ProfileFile, TruncatedFileIsRejected) {

@@ -34,7 +34,7 @@ class Stack {
     keys_ = alloc_zeroed<uint64_t>(cap_);
     stamps_ = alloc_zeroed<uint32_t>(cap_);
     tree_ = alloc_zeroed<int32_t>(tmax_ + 1);
-    order_ = alloc_zeroed<uint64_t>(max_lines + 1);
+    order_ = alloc_zeroed<uint64_t>(cap_);  // live_ <= cap_ always, whatever shrink() removed
     return keys_ && stamps_ && tree_ && order_;
   }
   // Distance in lines (scaled by 1/rate), or -1 for a first access; `weight` gets 1/rate. False
@@ -58,7 +58,7 @@ class Stack {
     keys_[i] = line + 1;
     stamps_[i] = now_;
     add(now_++, +1);
-    if (++live_ > max_) shrink();
+    if (++live_ > max_) shrink();  // (a halving that drops nothing is retried at the next line)
     return true;
   }
   double rate() const { return double(threshold_) / double(kHashOne); }
@@ -189,7 +189,14 @@ size_t record_count() noexcept { return g.on ? 2 + g.nips : 0; }
 
 size_t export_records(profile::ReuseRecord* out, size_t max) noexcept {
   if (!g.on) return 0;
-  LockGuard lock(g.lock);
+  // finish() may run in a fatal-signal handler that interrupted a thread holding the lock, or
+  // while a thread it gave up waiting for holds it: never wait for long, leave the curves out.
+  bool locked = false;
+  for (int i = 0; i < 100000 && !(locked = g.lock.try_lock()); ++i) __builtin_ia32_pause();
+  if (!locked) return 0;
+  struct Unlock {
+    ~Unlock() { g.lock.unlock(); }
+  } unlock;
   size_t n = 0;
   auto put = [&](const Histogram& h, uint32_t scope, uint64_t key, unsigned shift, double rate) {
     if (n == max) return;
