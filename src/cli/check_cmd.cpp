@@ -4,18 +4,13 @@
 #include <vector>
 
 #include "analysis/analysis.h"
-#include "analysis/estimate.h"
 #include "analysis/gate.h"
 #include "cli/args.h"
+#include "cli/common.h"
 #include "model/profile.h"
 
 namespace whymiss::cli {
 namespace {
-
-int fail(std::ostream& err, const std::string& sentence) {
-  err << "whymiss: " << sentence << "\n";
-  return 2;
-}
 
 const std::vector<OptionSpec> kCheckOpts = {
     {"max", 0, true}, {"max-misses", 0, true}, {"input", 'i', true}, {"help", 'h', false}};
@@ -40,11 +35,8 @@ int check_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     limits.push_back(*l);
   }
   if (limits.empty()) return fail(err, "check needs at least one --max or --max-misses limit");
-  auto p = profile::read_profile(input);
+  auto p = read_analysable(input);
   if (!p) return fail(err, p.error());
-  const std::string name = input == "-" ? profile::kStdinName : input;
-  if (p->meta.mode != uint32_t(profile::Mode::Exact))
-    if (auto st = analysis::estimate(*p); !st) return fail(err, name + ": " + st.error());
   // The report's program gate (nothing is reported while L1 miss rates stay under 3 % of loads and
   // 1 % of stores) is off here: a limit of 0 % must catch a problem of any size. Findings under
   // 1 % of a level's misses or 64 misses still do not count.

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "analysis/analysis.h"
-#include "analysis/estimate.h"
 #include "cli/args.h"
+#include "cli/common.h"
 #include "cli/namer.h"
 #include "cli/output.h"
 #include "model/profile.h"
@@ -17,23 +17,8 @@
 namespace whymiss::cli {
 namespace {
 
-int fail(std::ostream& err, const std::string& sentence) {
-  err << "whymiss: " << sentence << "\n";
-  return 2;
-}
-
 const std::vector<OptionSpec> kDiffOpts = {
     {"format", 0, true}, {"output", 0, true}, {"force", 0, false}, {"help", 'h', false}};
-
-// A profile ready to compare: read, estimated when sampled.
-Result<profile::Profile> load(const std::string& path) {
-  auto p = profile::read_profile(path);
-  if (!p) return p;
-  if (p->meta.mode != uint32_t(profile::Mode::Exact))
-    if (auto st = analysis::estimate(*p); !st)
-      return make_error((path == "-" ? std::string(profile::kStdinName) : path) + ": " + st.error());
-  return p;
-}
 
 }  // namespace
 
@@ -51,9 +36,9 @@ int diff_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   }
   if (a->positional[0] == "-" && a->positional[1] == "-")
     return fail(err, "only one of the two profiles can come from standard input");
-  auto before = load(a->positional[0]);
+  auto before = read_analysable(a->positional[0]);
   if (!before) return fail(err, before.error());
-  auto after = load(a->positional[1]);
+  auto after = read_analysable(a->positional[1]);
   if (!after) return fail(err, after.error());
   const analysis::Analysis ab = analysis::analyze(*before), aa = analysis::analyze(*after);
   SymbolNamer nb(*before), na(*after);

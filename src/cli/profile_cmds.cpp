@@ -17,8 +17,8 @@
 #include <sstream>
 
 #include "analysis/analysis.h"
-#include "analysis/estimate.h"
 #include "cli/args.h"
+#include "cli/common.h"
 #include "cli/elf_info.h"
 #include "cli/namer.h"
 #include "cli/output.h"
@@ -40,11 +40,6 @@ const std::vector<OptionSpec> kRecordOpts = {
 const std::vector<OptionSpec> kReportOpts = {
     {"input", 'i', true}, {"format", 0, true}, {"output", 0, true}, {"force", 0, false},
     {"help", 'h', false}};
-
-int fail(std::ostream& err, const std::string& sentence) {
-  err << "whymiss: " << sentence << "\n";
-  return 2;
-}
 
 // Splits "[options] [--] program args": options end at "--" or at the first word that is not
 // an option or an option's value.
@@ -502,9 +497,7 @@ std::vector<analysis::CodeKind> module_kinds(const profile::Profile& p) {
 // path another run may have written meanwhile). `name` names it in sentences.
 int report(const ReportConfig& c, profile::Profile& p, const std::string& name,
            std::ostream& dest, std::ostream& err) {
-  // Sampled profiles (soft, pmu) carry raw facts: turn them into the records the analysis reads.
-  if (p.meta.mode != uint32_t(profile::Mode::Exact))
-    if (auto st = analysis::estimate(p); !st) return fail(err, name + ": " + st.error());
+  if (auto st = make_analysable(p, name); !st) return fail(err, st.error());
   analysis::Analysis a = analysis::analyze(p);
   if (p.meta.mode == uint32_t(profile::Mode::Exact)) a.unseen = analysis::unseen_work(p, module_kinds(p));
   SymbolNamer names(p);
