@@ -27,6 +27,7 @@
 #include "model/geometry.h"
 #include "model/profile.h"
 #include "report/report.h"
+#include "report/view.h"
 #include "symbols/instrumented.h"
 #include "sim/sim.h"
 
@@ -39,7 +40,7 @@ const std::vector<OptionSpec> kRecordOpts = {
     {"force", 0, false}, {"no-progress", 0, false}, {"help", 'h', false}};
 const std::vector<OptionSpec> kReportOpts = {
     {"input", 'i', true}, {"format", 0, true}, {"output", 0, true}, {"force", 0, false},
-    {"help", 'h', false}};
+    {"view", 0, true}, {"help", 'h', false}};
 
 // Splits "[options] [--] program args": options end at "--" or at the first word that is not
 // an option or an option's value.
@@ -460,6 +461,7 @@ struct ReportConfig {
   std::string output;  // "" = stdout (report) or stderr (run)
   bool force = false;
   report::Format format = report::Format::Text;
+  const report::View* view = nullptr;  // --view: this view instead of the report
 };
 
 Status parse_report_opts(const ParsedArgs& a, ReportConfig* c) {
@@ -472,6 +474,12 @@ Status parse_report_opts(const ParsedArgs& a, ReportConfig* c) {
     else return make_error("unknown format '" + *f + "'; expected text, json, cachegrind, pprof or html");
   }
   c->force = a.has("force");
+  if (const auto* v = a.get("view")) {
+    c->view = report::find_view(*v);
+    if (!c->view) return make_error("unknown view '" + *v + "'; expected " + report::view_names());
+    if (c->format != report::Format::Text && c->format != report::Format::Json)
+      return make_error("--view writes text or json, not the format asked for");
+  }
   if (const auto* o = a.get("output")) {
     if (auto st = check_output_path(*o, {OutputKind::Report, c->force}); !st) return st;
     c->output = *o;
@@ -505,7 +513,12 @@ int report(const ReportConfig& c, profile::Profile& p, const std::string& name,
   std::ostringstream text;
   report::Options o;
   o.format = c.format;
-  report::write_report(text, p, a, names, o);
+  if (c.view) {
+    analysis::NoTypes types;
+    report::write_view(text, *c.view, {p, a, names, types, o}, c.format);
+  } else {
+    report::write_report(text, p, a, names, o);
+  }
   if (!c.output.empty()) {
     if (auto st = write_output(c.output, text.view(), {OutputKind::Report, c.force}); !st)
       return fail(err, st.error());
@@ -597,13 +610,17 @@ void record_usage(std::ostream& out) {
          "time or valgrind; 2 when whymiss itself failed (bad options, no profile, a failed write).\n";
 }
 void report_usage(std::ostream& out) {
-  out << "usage: whymiss report [-i PROFILE] [--format text|json|cachegrind|pprof|html] [--output FILE] [--force]\n"
+  out << "usage: whymiss report [-i PROFILE] [--format text|json|cachegrind|pprof|html] [--view NAME]\n"
+         "                      [--output FILE] [--force]\n"
          "Explains the cache misses recorded in PROFILE (default whymiss.data; - for standard\n"
          "input). --output does not replace a profile or a program unless --force is given.\n"
-         "Exit status: 0, or 2 when the report could not be made or written.\n";
+         "--view NAME shows one view of the profile instead of the report (text or json):\n";
+  for (const auto* v : report::views()) out << "  " << v->name() << ": " << v->summary() << "\n";
+  out << "Exit status: 0, or 2 when the report could not be made or written.\n";
 }
 void run_usage(std::ostream& out) {
-  out << "usage: whymiss run [record options] [--format text|json|cachegrind|pprof|html] [--output FILE] -- program [args]\n"
+  out << "usage: whymiss run [record options] [--format text|json|cachegrind|pprof|html] [--view NAME]\n"
+         "                   [--output FILE] -- program [args]\n"
          "Records and reports in one step; the report goes to FILE, else to stderr. The profile is\n"
          "kept only when -o PROFILE names a file for it; otherwise it is recorded into a private\n"
          "temporary directory ($TMPDIR, else /tmp) and removed.\n"

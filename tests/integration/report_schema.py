@@ -8,7 +8,7 @@ import os
 import jsonschema
 
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "report.schema.json")
-KINDS = ("report", "simulate", "diff")
+KINDS = ("report", "simulate", "diff", "view")
 
 _validators = {}
 

@@ -39,6 +39,20 @@ def paths(doc, prefix=""):
     return out
 
 
+def report_views(whymiss):
+    """The view names `whymiss report --help` lists ("  NAME: summary" after the --view line)."""
+    out = run(whymiss, "report", "--help").stdout.splitlines()
+    names, listing = [], False
+    for line in out:
+        if line.startswith("--view NAME"):
+            listing = True
+        elif listing and line.startswith("  ") and ":" in line:
+            names.append(line.split(":", 1)[0].strip())
+        elif listing:
+            break
+    return names
+
+
 class Checker:
     def __init__(self, whymiss):
         self.whymiss = whymiss
@@ -162,6 +176,10 @@ def main():
         c.output("report", name, "report", "-i", g, "--format", "json")
         with open(g[:-len(".data")] + ".json") as f:  # the checked-in expected report too
             c.check("report", name[:-len(".data")] + ".json", json.load(f))
+    views = report_views(a.whymiss)
+    for g in golden:
+        for v in views:
+            c.output("view", f"{os.path.basename(g)} --view {v}", "report", "-i", g, "--view", v, "--format", "json")
     for x, y in zip(golden, golden[1:] + golden[:1]):
         c.output("diff", f"diff {os.path.basename(x)} {os.path.basename(y)}", "diff", x, y, "--format", "json")
 
@@ -183,6 +201,9 @@ def main():
                 continue
             profiles[prog] = prof
             c.output("report", f"{mode} {os.path.basename(prog)}", "report", "-i", prof, "--format", "json")
+            for v in views:
+                c.output("view", f"{mode} {os.path.basename(prog)} --view {v}", "report", "-i", prof, "--view", v,
+                         "--format", "json")
         if a.diff:
             for prog in a.diff:
                 if prog not in profiles:
