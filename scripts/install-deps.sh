@@ -8,7 +8,7 @@ pkgs=(build-essential g++ clang cmake ninja-build pkg-config
       libdw-dev libelf-dev libzydis-dev libpfm4-dev
       valgrind python3 time libclang-rt-14-dev
       libprotobuf-dev protobuf-compiler zlib1g-dev golang-go chromium
-      nlohmann-json3-dev python3-jsonschema)
+      nlohmann-json3-dev python3-jsonschema gcc-12-plugin-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -33,3 +33,11 @@ double* zeroed_4m(void) {
   if (a) memset(a, 0, 1 << 22);
   return a;
 }
+// malloc + a zeroing loop: natively loop distribution makes it a memset and the string pass a
+// calloc. Under whymiss-cc only when GCC instruments after both (the plugin, gcc_tsan_late.cc).
+double* zeroed_by_loop(size_t n) {
+  double* a = malloc(n * sizeof *a);
+  if (a == NULL) return NULL;
+  for (size_t i = 0; i < n; i++) a[i] = 0.0;
+  return a;
+}
