@@ -135,6 +135,37 @@ TEST(Predict, TodaysFalseSharingIsNotLatent) {
   EXPECT_TRUE(predict(latent_profile(0, 8), {}).latent.empty());
 }
 
+TEST(Predict, CapacityFixIsTheSizeTheCurveSaysRemovesTheMisses) {
+  // 1,100 accesses of one instruction: 100 first touches, 1,000 reuses at a distance of 1,000
+  // lines (64,000 bytes). A 32 KiB L1 misses all of them; 64 KiB (1,024 lines) holds the reuses.
+  profile::Profile p = base_profile();
+  profile::InstructionRecord ir{};
+  ir.ip = 0x401000;
+  ir.accesses[0] = 1100;
+  p.instructions.push_back(ir);
+  profile::ReuseRecord r{};
+  r.key = ir.ip;
+  r.scope = profile::kReuseInstruction;
+  r.line_bytes = 64;
+  r.rate = 1;
+  r.cold = 100;
+  r.buckets[profile::reuse_bucket(1000)] = 1000;
+  r.weighted = 1100;
+  p.reuse.push_back(r);
+  Finding f;
+  f.kind = Kind::Capacity;
+  f.level = 0;
+  f.misses = 1000;
+  f.instructions.push_back({ir.ip, 1000});
+  const PredictedFix fx = predict(p, {f}).fixes[0];  // no log needed
+  ASSERT_TRUE(fx.available) << fx.why_not;
+  EXPECT_FALSE(fx.replayed);
+  EXPECT_EQ(fx.cache_size, 64u * 1024);
+  EXPECT_EQ(fx.misses_before, 1100u);
+  EXPECT_EQ(fx.misses_after, 100u);
+  EXPECT_EQ(fx.how.rfind("modelled", 0), 0u) << fx.how;
+}
+
 TEST(Predict, LogSurvivesTheProfileFormat) {
   profile::Profile p = latent_profile(40, 64);
   p.counters.resize(2);
