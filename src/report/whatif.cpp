@@ -62,9 +62,8 @@ void json_latent(JsonWriter& w, const profile::Profile& p, const analysis::Predi
 void text_predicted_fix(std::ostream& out, const profile::Profile& p, const analysis::PredictedFix& fx) {
   if (!fx.available) return;
   const std::string l1 = p.geometry.levels[size_t(fx.level)].name;
-  out << "   fix predicted: " << fx.what << " (" << (fx.replayed ? "replayed" : "modelled") << ": "
-      << thousands(fx.misses_before) << " -> " << thousands(fx.misses_after) << " " << l1
-      << " misses; [" << fx.how << "])\n";
+  out << "   fix predicted: " << fx.what << ": " << thousands(fx.misses_before) << " -> "
+      << thousands(fx.misses_after) << " " << l1 << " misses [" << fx.how << "]\n";
 }
 
 void text_latent(std::ostream& out, const profile::Profile& p, const analysis::Predictions& pr, Namer& n) {
