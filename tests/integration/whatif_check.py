@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """whatif_check.py: exact mode's what-if predictions (analysis/predict.h) against measured runs.
 
-  fix WHYMISS PROG FIXED KIND [ARGS...]
-      Records PROG and its fixed twin FIXED with one explicit geometry. PROG's report must have a
+  fix [--log N] WHYMISS PROG FIXED KIND [ARGS...]
+      Records PROG and its fixed twin FIXED with one explicit geometry (PROG with an access log of
+      N entries if given, fewer than the run has: the replay must then say it covers the first
+      part of the run, and its scaled counts must still hold). PROG's report must have a
       finding of KIND with a replayed predicted_fix whose misses_after is within 10 % (or 1,000
       misses) of FIXED's measured L1 misses, and whose misses_before (the log replayed as
       recorded) is within 10 % (or 1,000) of PROG's own measured L1 misses.
@@ -24,9 +26,12 @@ GEOMETRY = "L1=48K:12:64,L2=1M:16:64,L3=32M:16:64"
 GEOMETRY_128 = "L1=48K:12:128,L2=1M:16:128,L3=32M:16:128"
 
 
-def report(whymiss, tmp, prog, args, cache=GEOMETRY, name="p"):
+def report(whymiss, tmp, prog, args, cache=GEOMETRY, name="p", log=None):
     prof, rep = os.path.join(tmp, name + ".data"), os.path.join(tmp, name + ".json")
-    r = run(whymiss, "record", "-o", prof, "--cache", cache, "--", prog, *args)
+    env = dict(os.environ)
+    if log is not None:
+        env["WHYMISS_ACCESS_LOG"] = str(log)
+    r = run(whymiss, "record", "-o", prof, "--cache", cache, "--", prog, *args, env=env)
     if r.returncode != 0:
         sys.exit(f"FAIL: record {prog} {args}: {r.stderr.strip()}")
     r = run(whymiss, "report", "-i", prof, "--format", "json", "--output", rep)
@@ -44,9 +49,9 @@ def close(pred, meas):
     return abs(pred - meas) <= max(0.1 * meas, 1000)
 
 
-def fix(whymiss, prog, fixed, kind, args):
+def fix(whymiss, prog, fixed, kind, args, log=None):
     with tempfile.TemporaryDirectory() as tmp:
-        d = report(whymiss, tmp, prog, args, name="bug")
+        d = report(whymiss, tmp, prog, args, name="bug", log=log)
         f = next((f for f in d["findings"] if f["kind"] == kind and "predicted_fix" in f), None)
         if f is None:
             print("FAIL: no", kind, "finding with a predicted fix:",
@@ -55,6 +60,10 @@ def fix(whymiss, prog, fixed, kind, args):
         pf = f["predicted_fix"]
         if not pf["how"].startswith("replayed"):
             print("FAIL: the fix was not replayed:", pf)
+            return 1
+        if log is not None and "first" not in pf["how"]:
+            print(f"FAIL: a log of {log} entries held the whole run of {d['totals']['accesses']:,} "
+                  f"accesses, or the replay does not say it covers a part: {pf['how']}")
             return 1
         t = report(whymiss, tmp, fixed, args, name="fixed")
         before, after = l1(d), l1(t)
@@ -123,13 +132,18 @@ def none(whymiss, prog):
 
 
 def main():
-    cmd, whymiss = sys.argv[1], sys.argv[2]
+    argv = sys.argv[1:]
+    log = None
+    if len(argv) > 2 and argv[1] == "--log":
+        log = int(argv[2])
+        del argv[1:3]
+    cmd, whymiss = argv[0], argv[1]
     if cmd == "fix":
-        return fix(whymiss, sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:])
+        return fix(whymiss, argv[2], argv[3], argv[4], argv[5:], log)
     if cmd == "latent":
-        return latent(whymiss, sys.argv[3])
+        return latent(whymiss, argv[2])
     if cmd == "none":
-        return none(whymiss, sys.argv[3])
+        return none(whymiss, argv[2])
     print("usage: whatif_check.py fix|latent|none ...")
     return 2
 
