@@ -750,6 +750,21 @@ HitMemo* Hierarchy::hit_memo(uint32_t core) {
   return &impl_->core(core % impl_->knobs.cores).memo;
 }
 
+void Hierarchy::for_each_line(void (*fn)(size_t, uint32_t, uint64_t, void*), void* arg) const {
+  auto walk = [&](const Cache& c, size_t level, uint32_t core) {
+    const size_t n = size_t(c.sets()) * c.ways();
+    for (size_t i = 0; i < n; ++i)
+      if (const uint64_t t = c.tag(i); t != Cache::kInvalid) fn(level, core, t, arg);
+  };
+  const uint32_t n = impl_->created.load(std::memory_order_acquire);
+  for (uint32_t q = 0; q < n; ++q) {
+    const uint32_t id = impl_->created_ids[q];
+    const CoreState& c = *impl_->cores[id].load(std::memory_order_acquire);
+    for (size_t l = 0; l < c.priv.size(); ++l) walk(*c.priv[l], l, id);
+  }
+  if (impl_->has_shared) walk(*impl_->shared, impl_->npriv, kSharedLevel);
+}
+
 Counters Hierarchy::counters() const {
   Counters total;
   for (uint64_t s = 0; s <= impl_->shard_mask; ++s) {

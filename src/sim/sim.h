@@ -249,6 +249,14 @@ class Hierarchy {
   // many bytes a core it is not kept and rivals_within() answers 0.
   static constexpr uint64_t kMaxVictimLogBytes = uint64_t(4) << 20;
 
+  // Calls fn(level, core, line, arg) for every line resident in a created core's private
+  // levels (core = that core) and in the shared level (core = kSharedLevel). Same threading
+  // contract as set_concurrent: no access may be in flight (a caller that serialises every
+  // access may call it between two). Takes no lock and allocates nothing.
+  static constexpr uint32_t kSharedLevel = ~0u;
+  void for_each_line(void (*fn)(size_t level, uint32_t core, uint64_t line, void* arg),
+                     void* arg) const;
+
   Counters counters() const;  // sum over shards; consistent when no access is in flight
   const CacheGeometry& geometry() const;
   const Knobs& knobs() const;
