@@ -22,7 +22,11 @@ WorkingSet working_set(const profile::Profile& p, TypeOracle& types) {
   w.dropped_lines = info.dropped_lines;
   w.samples.resize(info.samples);
   const size_t nlevels = std::min(p.geometry.levels.size(), size_t(profile::kLevels));
-  for (size_t l = 0; l < nlevels; ++l) w.capacity_lines[l] = p.geometry.levels[l].sets() * p.geometry.levels[l].ways;
+  for (size_t l = 0; l < nlevels; ++l) {
+    w.capacity_lines[l] = p.geometry.levels[l].sets() * p.geometry.levels[l].ways;
+    w.set_step[l] = info.set_step[l] ? info.set_step[l] : 1;  // (0: a profile before set steps)
+    w.estimated |= w.set_step[l] > 1;
+  }
   std::map<std::string, size_t> by_type;
   std::map<uint32_t, size_t> by_site;
   for (const auto& r : p.working_set) {

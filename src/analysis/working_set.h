@@ -3,7 +3,8 @@
 // intervals through the run.
 //
 // Exact mode only: counted from the simulator's tags at each sample (profile::WorkingSetRecord;
-// private levels summed over the simulated cores). The sampling modes see no cache contents and
+// private levels summed over the simulated cores; a level of more than 65,536 lines from a
+// sample of its sets, estimated). The sampling modes see no cache contents and
 // sample too sparsely to reconstruct them: they report the view unavailable rather than guess.
 #pragma once
 #include <array>
@@ -40,6 +41,10 @@ struct WorkingSet {
   // Lines each level holds (per core for private levels): a group's count at a private level
   // can exceed it only by copies in several cores.
   std::array<uint64_t, profile::kLevels> capacity_lines{};
+  // Per level: 1 = counted in every set; k > 1 = counted in every k-th set and scaled by k
+  // (estimated; the runtime bounds a walk's cost that way for big caches).
+  std::array<uint32_t, profile::kLevels> set_step{};
+  bool estimated = false;  // some level has set_step > 1
   std::vector<WsGroup> groups;  // most lines at the last level's peak first
 };
 

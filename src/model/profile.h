@@ -404,14 +404,18 @@ static_assert(sizeof(FlowInfoRecord) == 64);
 // At intervals the runtime walks every simulated cache's tags and counts the lines resident,
 // per level (private levels: summed over cores) and allocation site. Sample i is taken at the
 // first L1 miss after l1_misses reached i * period (the period doubles, and every other sample
-// is dropped, when the table fills), plus one at the end of the run.
+// is dropped, when the table fills), plus one at the end of the run. A level of more than
+// 65,536 lines is counted in a sample of its sets (WorkingSetInfoRecord::set_step).
 inline constexpr uint32_t kWsNotHeap = 0xFFFFFFFEu;  // site of lines in no heap object
 struct WorkingSetInfoRecord {
   uint64_t period;          // L1 misses between samples, at the end
   uint32_t samples;         // samples kept (WorkingSetRecord::sample < samples)
   uint32_t max_groups;      // sites counted per sample; lines of further sites are `other`
   uint64_t dropped_lines;   // lines of sites past max_groups, over all samples
-  uint64_t reserved[5];
+  // Per level: 1 = every set's lines were counted; k > 1 = only every k-th set's, and
+  // WorkingSetRecord::lines holds their count times k (an estimate; bounds a walk's cost).
+  uint32_t set_step[kLevels];
+  uint64_t reserved[3];
 };
 static_assert(sizeof(WorkingSetInfoRecord) == 64);
 struct WorkingSetRecord {
@@ -421,7 +425,7 @@ struct WorkingSetRecord {
   uint32_t reserved;
   uint64_t time_ns;     // CLOCK_MONOTONIC - the run's start
   uint64_t l1_misses;   // L1 misses of the program when the sample was taken
-  uint64_t lines;       // lines of the site resident at the level
+  uint64_t lines;       // lines of the site resident at the level (x set_step: see above)
   uint64_t example_serial, example_start, example_size;  // one object of the site (0 if none)
 };
 static_assert(sizeof(WorkingSetRecord) == 64);

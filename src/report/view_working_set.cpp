@@ -38,11 +38,14 @@ class WorkingSetView : public View {
     }
     const auto& levels = in.profile.geometry.levels;
     const size_t nl = std::min(levels.size(), size_t(profile::kLevels));
-    out << " (counted: the simulated caches' lines, sampled every " << thousands(w.period)
+    out << (w.estimated ? " (counted, big levels estimated" : " (counted") << ": the simulated caches' lines, sampled every " << thousands(w.period)
         << " L1 misses and at the end;\nprivate levels summed over cores)\nCapacity in lines:";
     for (size_t l = 0; l < nl; ++l)
       out << (l ? ", " : " ") << printable(levels[l].name) << " " << thousands(w.capacity_lines[l])
-          << (l + 1 < nl || nl == 1 ? " a core" : "");
+          << (l + 1 < nl || nl == 1 ? " a core" : "")
+          << (w.set_step[l] > 1 ? " (estimated: lines of 1 set in " + std::to_string(w.set_step[l]) + " x " +
+                                      std::to_string(w.set_step[l]) + ")"
+                                : "");
     out << "\n";
     if (w.dropped_lines)
       out << thousands(w.dropped_lines) << " resident lines of sites past the first "
@@ -62,9 +65,9 @@ class WorkingSetView : public View {
         out << "\n(" << w.groups.size() - limit << " more groups; --format json lists all)\n";
         break;
       }
-      out << "\n" << group_name(g, in.profile, in.names) << "\n  peak:";
+      out << "\n" << group_name(g, in.profile, in.names) << "\n  peak lines:";
       for (size_t l = 0; l < nl; ++l)
-        out << (l ? ", " : " ") << printable(levels[l].name) << " " << thousands(g.peak[l]) << " lines";
+        out << (l ? ", " : " ") << printable(levels[l].name) << " " << thousands(g.peak[l]);
       out << "\n";
       char buf[64];
       std::snprintf(buf, sizeof buf, "  %10s %14s", "time (ms)", "L1 misses");
@@ -89,7 +92,7 @@ class WorkingSetView : public View {
 
   void json(JsonWriter& w, const ViewInput& in) const override {
     const analysis::WorkingSet ws = analysis::working_set(in.profile, in.types);
-    w.field("obtained", "counted");
+    w.field("obtained", ws.estimated ? "estimated" : "counted");
     w.field("available", ws.available);
     if (!ws.available) {
       w.field("unavailable", ws.unavailable);
@@ -100,7 +103,12 @@ class WorkingSetView : public View {
     w.field("period_l1_misses", ws.period).field("dropped_lines", ws.dropped_lines);
     w.key("levels").begin_array();
     for (size_t l = 0; l < nl; ++l)
-      w.begin_object().field("name", levels[l].name).field("capacity_lines", ws.capacity_lines[l]).end_object();
+      w.begin_object()
+          .field("name", levels[l].name)
+          .field("capacity_lines", ws.capacity_lines[l])
+          .field("obtained", ws.set_step[l] > 1 ? "estimated" : "counted")
+          .field("set_step", uint64_t(ws.set_step[l]))
+          .end_object();
     w.end_array();
     w.key("samples").begin_array();
     for (const auto& s : ws.samples)

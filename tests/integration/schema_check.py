@@ -114,6 +114,21 @@ def obj_with_misses(d):
     return None
 
 
+def view_doc(d, name):
+    """The document if it is an available view NAME (so a mutation applies to that view only)."""
+    return d if d.get("view") == name and d.get("available") else None
+
+
+def flow_step(d):
+    d = view_doc(d, "flow")
+    return first([s for g in d["groups"] for s in g["steps"]], lambda s: True) if d else None
+
+
+def ws_level(d):
+    d = view_doc(d, "working-set")
+    return d["levels"][0] if d and d["levels"] else None
+
+
 MUTATIONS = [
     ("report", "schema_version missing", lambda d: drop(d, "schema_version")),
     ("report", "schema_version 2", lambda d: d.update(schema_version=2) or True),
@@ -136,6 +151,13 @@ MUTATIONS = [
     ("report", "cpu_time.samples a float", lambda d: "cpu_time" in d and d["cpu_time"].update(samples=1.5) is None),
     ("report", "sampling.unit missing", lambda d: drop(d.get("sampling"), "unit")),
     ("report", "totals.levels[*].misses_by_kind.conflict missing", lambda d: drop(d["totals"]["levels"][0]["misses_by_kind"], "conflict")),
+    ("view", "flow steps[*].to_kind alloc", lambda d: flow_step(d) is not None and flow_step(d).update(to_kind="alloc") is None),
+    ("view", "flow steps[*].handovers missing", lambda d: drop(flow_step(d), "handovers")),
+    ("view", "flow charged_unit unknown", lambda d: view_doc(d, "flow") is not None and d.update(charged_unit="cycles") is None),
+    ("view", "flow available without groups", lambda d: drop(view_doc(d, "flow"), "groups")),
+    ("view", "working-set levels[*].set_step 0", lambda d: ws_level(d) is not None and ws_level(d).update(set_step=0) is None),
+    ("view", "working-set lines a float", lambda d: view_doc(d, "working-set") is not None and bool(d["groups"]) and d["groups"][0].update(lines=[[1.5]]) is None),
+    ("view", "working-set unavailable without a reason", lambda d: d.get("view") == "working-set" and not d["available"] and drop(d, "unavailable")),
     ("simulate", "miss_ratio renamed", lambda d: rename(d["totals"]["levels"][0], "miss_ratio", "missratio")),
     ("simulate", "policy unknown", lambda d: d.update(policy="fifo") or True),
     ("simulate", "schema_version missing", lambda d: drop(d, "schema_version")),
@@ -154,6 +176,8 @@ MUST_SEE = {
                "/findings[*]/evidence/words_per_thread", "/source_lines[*]/frames", "/totals/unit"],
     "simulate": ["/totals/levels[*]/misses_by_kind/false_sharing"],
     "diff": ["/findings[*]/verdict", "/source_lines[*]/name", "/objects[*]/name"],
+    "view": ["/groups[*]/steps[*]/from_kind", "/groups[*]/path[*]/thread", "/groups[*]/lines",
+             "/levels[*]/set_step", "/unavailable"],
 }
 
 

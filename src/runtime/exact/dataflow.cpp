@@ -85,6 +85,7 @@ std::atomic<uint64_t> g_next_due{4096};
 uint64_t g_start_ns = 0;
 uint64_t g_ws_dropped = 0;
 SpinLock g_ws_lock;
+uint64_t g_step[profile::kLevels] = {1, 1, 1, 1};  // Hierarchy::walk_step per level
 
 // The walk's memory of where lines were: per 4 KiB page, the object last found in it (or none).
 struct PageMemo {
@@ -153,7 +154,7 @@ void count_line(size_t level, uint32_t, uint64_t line, void* arg) {
     ++g_ws_dropped;
     return;
   }
-  if (level < profile::kLevels) w->s->groups[group].lines[level]++;
+  if (level < profile::kLevels) w->s->groups[group].lines[level] += g_step[level];
 }
 
 void take_sample(Sample& s, uint64_t misses) {
@@ -162,7 +163,7 @@ void take_sample(Sample& s, uint64_t misses) {
   s.ngroups = 0;
   std::memset(g_page_memo, 0, sizeof(PageMemo) * kPageMemos);
   Walk w{&s, 0};
-  g_sim->for_each_line(count_line, &w);
+  g_sim->for_each_line(count_line, &w, kWsMaxWalk);
 }
 
 }  // namespace
@@ -171,6 +172,8 @@ void start(const sim::Hierarchy* sim, unsigned line_shift) {
   g_sim = sim;
   g_line_shift = line_shift;
   g_nlevels = sim->geometry().levels.size();
+  for (size_t l = 0; l < g_nlevels && l < size_t(profile::kLevels); ++l)
+    g_step[l] = sim::Hierarchy::walk_step(sim->geometry().levels[l], kWsMaxWalk);
   g_start_ns = mono_ns();
   if (!env_off("WHYMISS_FLOW")) {
     g_flows = static_cast<profile::FlowRecord*>(private_alloc(sizeof(profile::FlowRecord) * kFlowKeys));
@@ -295,6 +298,7 @@ profile::WorkingSetInfoRecord working_set_info() noexcept {
   r.samples = g_nsamples;
   r.max_groups = kWsGroups;
   r.dropped_lines = g_ws_dropped;
+  for (int l = 0; l < profile::kLevels; ++l) r.set_step[l] = uint32_t(g_step[l]);
   return r;
 }
 
