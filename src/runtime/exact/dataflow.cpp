@@ -172,8 +172,16 @@ void start(const sim::Hierarchy* sim, unsigned line_shift) {
   g_sim = sim;
   g_line_shift = line_shift;
   g_nlevels = sim->geometry().levels.size();
-  for (size_t l = 0; l < g_nlevels && l < size_t(profile::kLevels); ++l)
-    g_step[l] = sim::Hierarchy::walk_step(sim->geometry().levels[l], kWsMaxWalk);
+  uint64_t walk_lines = 0;  // lines a walk visits (one core's private levels and the shared one)
+  for (size_t l = 0; l < g_nlevels && l < size_t(profile::kLevels); ++l) {
+    const LevelGeometry& lg = sim->geometry().levels[l];
+    g_step[l] = sim::Hierarchy::walk_step(lg, kWsMaxWalk);
+    walk_lines += lg.sets() / g_step[l] * lg.ways;
+  }
+  // A walk costs about as much as 1/8 of its lines' worth of L1 misses at most: the first period
+  // is at least that many misses (4,096 or more).
+  g_period = walk_lines / 8 > 4096 ? walk_lines / 8 : 4096;
+  g_next_due.store(g_period, std::memory_order_relaxed);
   g_start_ns = mono_ns();
   if (!env_off("WHYMISS_FLOW")) {
     g_flows = static_cast<profile::FlowRecord*>(private_alloc(sizeof(profile::FlowRecord) * kFlowKeys));
