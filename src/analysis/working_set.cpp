@@ -17,6 +17,13 @@ WorkingSet working_set(const profile::Profile& p, TypeOracle& types) {
     return w;
   }
   const auto& info = p.working_set_info[0];
+  if (info.samples == 0) {
+    // The runtime walks the caches only while their accesses are serialised (one thread, or the
+    // relay); the end of the run always gets a sample then.
+    w.unavailable = "no working-set sample was taken (the program's threads ran the simulator "
+                    "under locks, without the relay, so its caches were never still)";
+    return w;
+  }
   w.available = true;
   w.period = info.period;
   w.dropped_lines = info.dropped_lines;

@@ -55,22 +55,23 @@ def check_flow(whymiss, prog, tmp):
         return ["flow: no group allocated in handover.c: " + json.dumps(doc["groups"])[:400]]
     # The relay sometimes simulates the consumer's reads between the producer's writes even
     # though the consumer starts after the producer was joined (an ordering gap of the relay's,
-    # seen in about half the runs under load): then each payload write after a read takes the
-    # line back (an upgrade, a handover read T2 -> write T1 with no miss) and the next read
-    # misses again as true sharing. The flow must account for exactly that: every true-sharing
-    # miss of the run is one more handover write T1 -> read T2 with its miss, after one read
-    # T2 -> write T1.
+    # seen with the trackers off too): then each payload write after a read takes the line back
+    # (an upgrade: a handover read T2 -> write T1, no miss) and the next read misses again as
+    # true sharing (one more handover write T1 -> read T2, with its miss). The flow must account
+    # for exactly that: x extra handovers each way, x no more than the run's true-sharing misses
+    # (which also count other data, e.g. the `total` the main thread reads), 0 when there are none.
     rep = json.loads(run(whymiss, "report", "-i", os.path.join(tmp, "handover.data"), "--format", "json").stdout)
     ts = rep["totals"]["levels"][0]["misses_by_kind"]["true_sharing"]["total"]
     steps = {(s["from_kind"], s["from"], s["to_kind"], s["to"]): (s["handovers"], s["charged"]) for s in g["steps"]}
-    want = {("alloc", 0, "write", 1): (64, 64), ("write", 1, "read", 2): (64 + ts, 64 + ts)}
-    if ts:
-        want[("read", 2, "write", 1)] = (ts, 0)
-        print(f"  (the relay interleaved the threads: {ts} true-sharing misses)")
-    if steps != want:
-        fails.append(f"flow steps {steps}, expected {want}")
+    x = steps.get(("write", 1, "read", 2), (0, 0))[0] - 64
+    want = {("alloc", 0, "write", 1): (64, 64), ("write", 1, "read", 2): (64 + x, 64 + x)}
+    if x > 0:
+        want[("read", 2, "write", 1)] = (x, 0)
+        print(f"  (the relay interleaved the threads: {x} extra handovers, {ts} true-sharing misses)")
+    if steps != want or not 0 <= x <= ts:
+        fails.append(f"flow steps {steps}, expected {want} with 0 <= {x} <= {ts} true-sharing misses")
     path = [(e["kind"], e["thread"]) for e in g["path"]]
-    if path[:3] != [("alloc", 0), ("write", 1), ("read", 2)] or (ts == 0 and len(path) != 3):
+    if path[:3] != [("alloc", 0), ("write", 1), ("read", 2)] or (x == 0 and len(path) != 3):
         fails.append(f"flow path {path}")
     if "alloc T0 -> write T1 -> read T2" not in text:
         fails.append("the text view does not show the path:\n" + text)

@@ -170,6 +170,9 @@ TEST(WorkingSet, UnavailableInSamplingModesAndWhenOff) {
   profile::Profile p = exact_profile(0);
   NoTypes none;
   EXPECT_NE(working_set(p, none).unavailable.find("WHYMISS_WORKING_SET=0"), std::string::npos);
+  p.working_set_info.push_back({});  // recorded, but no sample could be taken
+  EXPECT_NE(working_set(p, none).unavailable.find("without the relay"), std::string::npos);
+  p.working_set_info.clear();
   p.meta.mode = uint32_t(profile::Mode::Soft);
   WorkingSet w = working_set(p, none);
   EXPECT_FALSE(w.available);
