@@ -208,7 +208,18 @@ int with_sections(const Profile& p, Fn fn) {
   // without them encodes to the same bytes as before they existed.
   const bool cpu = !p.cpu_sampling.empty() || !p.cpu_samples.empty(), reuse = !p.reuse.empty();
   const bool log = !p.access_log_info.empty();
-  return fn(s, uint32_t(sizeof s / sizeof s[0]) - (log ? 0 : reuse ? 2 : cpu ? 3 : 5));
+  std::vector<SectionData> all(s, s + (sizeof s / sizeof s[0]) - (log ? 0 : reuse ? 2 : cpu ? 3 : 5));
+  // Flow and working-set sections likewise only when there are any.
+  if (!p.flow_info.empty() || !p.flows.empty()) {
+    all.push_back({Section::FlowInfo, sizeof(FlowInfoRecord), p.flow_info.size(), p.flow_info.data()});
+    all.push_back({Section::Flows, sizeof(FlowRecord), p.flows.size(), p.flows.data()});
+  }
+  if (!p.working_set_info.empty() || !p.working_set.empty()) {
+    all.push_back({Section::WorkingSetInfo, sizeof(WorkingSetInfoRecord), p.working_set_info.size(),
+                   p.working_set_info.data()});
+    all.push_back({Section::WorkingSet, sizeof(WorkingSetRecord), p.working_set.size(), p.working_set.data()});
+  }
+  return fn(all.data(), uint32_t(all.size()));
 }
 
 }  // namespace
@@ -315,6 +326,10 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
       case Section::Reuse: ok = take(data, s, &p.reuse); break;
       case Section::AccessLog: ok = take(data, s, &p.access_log_info) && s.count <= 1; break;
       case Section::AccessLogEntries: ok = take(data, s, &p.access_log); break;
+      case Section::FlowInfo: ok = take(data, s, &p.flow_info) && s.count <= 1; break;
+      case Section::Flows: ok = take(data, s, &p.flows); break;
+      case Section::WorkingSetInfo: ok = take(data, s, &p.working_set_info) && s.count <= 1; break;
+      case Section::WorkingSet: ok = take(data, s, &p.working_set); break;
       default: break;  // unknown sections of the same version are skipped
     }
     if (!ok) return bad("section " + std::to_string(i) + " has records of an unexpected size");
@@ -368,6 +383,15 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
   if (p.meta.mode < 1 || p.meta.mode > 3) return bad("its collection mode is unknown");
   for (const auto& s : p.objects)
     if (s.site != kNoSite && s.site >= p.sites.size()) return bad("an object names a missing allocation site");
+  for (const auto& f : p.flows)
+    if ((f.site != kNoSite && f.site >= p.sites.size()) || f.from_kind > kFlowWrite ||
+        f.to_kind < kFlowRead || f.to_kind > kFlowWrite)
+      return bad("a data-flow record names a missing allocation site or an unknown access");
+  for (const auto& w : p.working_set)
+    if ((w.site != kNoSite && w.site != kWsNotHeap && w.site >= p.sites.size()) ||
+        w.level >= levels.size() ||
+        (!p.working_set_info.empty() && w.sample >= p.working_set_info[0].samples))
+      return bad("a working-set record names a missing allocation site, level or sample");
   for (const auto& s : p.sites)
     if (s.depth > kSiteFrames) return bad("an allocation site is deeper than the format allows");
   return p;

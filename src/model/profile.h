@@ -74,6 +74,10 @@ enum class Section : uint32_t {
   // AccessLogEntries: packed uint64_t, see access_log_pack), for what-if replays
   // (analysis/predict.h). Readers of older builds skip them.
   AccessLog, AccessLogEntries,
+  // Exact mode's data flow between threads (FlowInfoRecord, FlowRecord) and working sets over
+  // time (WorkingSetInfoRecord, WorkingSetRecord), for `report --view flow|working-set`.
+  // Readers of older builds skip them.
+  FlowInfo, Flows, WorkingSetInfo, WorkingSet,
 };
 
 struct FileHeader {
@@ -390,6 +394,67 @@ inline uint64_t log_addr(uint64_t e) { return e & kLogAddrMask; }
 inline uint32_t log_size(uint64_t e) { return uint32_t((e >> 48) & 255) + 1; }
 inline bool log_write(uint64_t e) { return (e >> 56) & 1; }
 inline uint32_t log_thread(uint64_t e) { return uint32_t(e >> 57); }
+// ---- data flow (exact mode; analysis/flow.h) ----
+// How heap objects pass between threads. Per object the runtime remembers the thread that last
+// touched it (an L1 miss, or a write upgrading a shared copy); a touch by another thread is a
+// handover from that thread to this one. An object's first touch is a handover from its
+// allocation (from_kind kFlowAlloc, from = the allocating thread), whoever makes it. Handovers
+// are counted per (allocation site, from, from_kind, to, to_kind); the L1 misses of the object
+// by the receiving thread, until the next handover, are charged to the handover that made it
+// the holder. One record per such key; the example object names the site's data for a
+// TypeOracle.
+inline constexpr uint8_t kFlowAlloc = 0, kFlowRead = 1, kFlowWrite = 2;
+struct FlowRecord {
+  uint32_t site;          // Sites index, or kNoSite
+  uint32_t from, to;      // thread indices
+  uint8_t from_kind;      // kFlow*: how `from` came to hold the object (alloc, read, write)
+  uint8_t to_kind;        // kFlowRead or kFlowWrite: the access that handed it over
+  uint16_t reserved;
+  uint64_t handovers;     // how many times
+  uint64_t misses;        // L1 misses charged to it (see above)
+  uint64_t example_serial, example_start, example_size;  // one object it happened to
+  uint32_t example_alloc_thread;
+  uint32_t reserved2;
+};
+static_assert(sizeof(FlowRecord) == 64);
+struct FlowInfoRecord {
+  uint64_t capacity;            // keys the runtime's table holds
+  uint64_t dropped_handovers;   // handovers of keys the full table had no room for
+  uint64_t dropped_misses;      // misses charged to those
+  uint64_t objects;             // distinct heap objects touched
+  uint64_t reserved[4];
+};
+static_assert(sizeof(FlowInfoRecord) == 64);
+
+// ---- working set over time (exact mode; analysis/working_set.h) ----
+// At intervals the runtime walks every simulated cache's tags and counts the lines resident,
+// per level (private levels: summed over cores) and allocation site. Sample i is taken at the
+// first L1 miss after l1_misses reached i * period (the period doubles, and every other sample
+// is dropped, when the table fills), plus one at the end of the run. A level of more than
+// 65,536 lines is counted in a sample of its sets (WorkingSetInfoRecord::set_step).
+inline constexpr uint32_t kWsNotHeap = 0xFFFFFFFEu;  // site of lines in no heap object
+struct WorkingSetInfoRecord {
+  uint64_t period;          // L1 misses between samples, at the end
+  uint32_t samples;         // samples kept (WorkingSetRecord::sample < samples)
+  uint32_t max_groups;      // sites counted per sample; lines of further sites are `other`
+  uint64_t dropped_lines;   // lines of sites past max_groups, over all samples
+  // Per level: 1 = every set's lines were counted; k > 1 = only every k-th set's, and
+  // WorkingSetRecord::lines holds their count times k (an estimate; bounds a walk's cost).
+  uint32_t set_step[kLevels];
+  uint64_t reserved[3];
+};
+static_assert(sizeof(WorkingSetInfoRecord) == 64);
+struct WorkingSetRecord {
+  uint32_t sample;      // 0.. in time order
+  uint32_t level;       // index into the geometry
+  uint32_t site;        // Sites index, kNoSite (heap, site unknown) or kWsNotHeap
+  uint32_t reserved;
+  uint64_t time_ns;     // CLOCK_MONOTONIC - the run's start
+  uint64_t l1_misses;   // L1 misses of the program when the sample was taken
+  uint64_t lines;       // lines of the site resident at the level (x set_step: see above)
+  uint64_t example_serial, example_start, example_size;  // one object of the site (0 if none)
+};
+static_assert(sizeof(WorkingSetRecord) == 64);
 
 // A remark of the collector for the report (e.g. why the capture stage was off).
 struct NoteRecord {
@@ -427,6 +492,11 @@ struct Profile {
   // Exact mode's access log (empty in older profiles, other modes, WHYMISS_ACCESS_LOG=0).
   std::vector<AccessLogRecord> access_log_info;  // zero or one
   std::vector<uint64_t> access_log;              // access_log_pack entries
+  // Exact mode's data flow and working set (empty in older profiles and other modes).
+  std::vector<FlowInfoRecord> flow_info;  // zero or one
+  std::vector<FlowRecord> flows;
+  std::vector<WorkingSetInfoRecord> working_set_info;  // zero or one
+  std::vector<WorkingSetRecord> working_set;
   struct Note { uint32_t severity; std::string text; };
   std::vector<Note> notes;
 };

@@ -4,10 +4,13 @@
 namespace whymiss::report {
 
 // Each view file defines its accessor (one static instance).
-// (none yet)
+const View& flow_view();
+const View& working_set_view();
 
 const std::vector<const View*>& views() {
   static const std::vector<const View*> all = {
+      &working_set_view(),
+      &flow_view(),
   };
   return all;
 }

@@ -750,6 +750,30 @@ HitMemo* Hierarchy::hit_memo(uint32_t core) {
   return &impl_->core(core % impl_->knobs.cores).memo;
 }
 
+uint64_t Hierarchy::walk_step(const LevelGeometry& lg, uint64_t max_lines) {
+  const uint64_t lines = lg.sets() * lg.ways;
+  if (max_lines == 0 || lines <= max_lines) return 1;
+  return (lines + max_lines - 1) / max_lines;
+}
+
+void Hierarchy::for_each_line(void (*fn)(size_t, uint32_t, uint64_t, void*), void* arg,
+                              uint64_t max_lines) const {
+  auto walk = [&](const Cache& c, size_t level, uint32_t core) {
+    const uint64_t step = walk_step(impl_->geo.levels[level], max_lines);
+    const uint32_t ways = c.ways();
+    for (uint64_t set = 0; set < c.sets(); set += step)
+      for (uint32_t w = 0; w < ways; ++w)
+        if (const uint64_t t = c.tag(size_t(set) * ways + w); t != Cache::kInvalid) fn(level, core, t, arg);
+  };
+  const uint32_t n = impl_->created.load(std::memory_order_acquire);
+  for (uint32_t q = 0; q < n; ++q) {
+    const uint32_t id = impl_->created_ids[q];
+    const CoreState& c = *impl_->cores[id].load(std::memory_order_acquire);
+    for (size_t l = 0; l < c.priv.size(); ++l) walk(*c.priv[l], l, id);
+  }
+  if (impl_->has_shared) walk(*impl_->shared, impl_->npriv, kSharedLevel);
+}
+
 Counters Hierarchy::counters() const {
   Counters total;
   for (uint64_t s = 0; s <= impl_->shard_mask; ++s) {

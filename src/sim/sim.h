@@ -249,6 +249,19 @@ class Hierarchy {
   // many bytes a core it is not kept and rivals_within() answers 0.
   static constexpr uint64_t kMaxVictimLogBytes = uint64_t(4) << 20;
 
+  // Calls fn(level, core, line, arg) for every line resident in a created core's private
+  // levels (core = that core) and in the shared level (core = kSharedLevel). Same threading
+  // contract as set_concurrent: no access may be in flight (a caller that serialises every
+  // access may call it between two). Takes no lock and allocates nothing. With max_lines > 0,
+  // a cache of more lines is walked at every walk_step()-th set only (sets 0, step, 2 x step,
+  // ...), which bounds the cost of a walk: the caller scales what it counts there by the step.
+  static constexpr uint32_t kSharedLevel = ~0u;
+  void for_each_line(void (*fn)(size_t level, uint32_t core, uint64_t line, void* arg),
+                     void* arg, uint64_t max_lines = 0) const;
+  // The set step for_each_line uses for a level: the smallest that walks at most max_lines
+  // lines (1 when max_lines is 0 or the level is no bigger).
+  static uint64_t walk_step(const LevelGeometry& lg, uint64_t max_lines);
+
   Counters counters() const;  // sum over shards; consistent when no access is in flight
   const CacheGeometry& geometry() const;
   const Knobs& knobs() const;

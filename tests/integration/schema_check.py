@@ -114,6 +114,21 @@ def obj_with_misses(d):
     return None
 
 
+def view_doc(d, name):
+    """The document if it is an available view NAME (so a mutation applies to that view only)."""
+    return d if d.get("view") == name and d.get("available") else None
+
+
+def flow_step(d):
+    d = view_doc(d, "flow")
+    return first([s for g in d["groups"] for s in g["steps"]], lambda s: True) if d else None
+
+
+def ws_level(d):
+    d = view_doc(d, "working-set")
+    return d["levels"][0] if d and d["levels"] else None
+
+
 MUTATIONS = [
     ("report", "schema_version missing", lambda d: drop(d, "schema_version")),
     ("report", "schema_version 2", lambda d: d.update(schema_version=2) or True),
@@ -140,6 +155,13 @@ MUTATIONS = [
     ("report", "findings[*].predicted_fix.how unknown", lambda d: any(f["predicted_fix"].update(how="guessed") is None for f in d["findings"] if "predicted_fix" in f)),
     ("report", "latent_false_sharing[*].trigger unknown", lambda d: bool(d.get("latent_false_sharing")) and d["latent_false_sharing"][0].update(trigger="offset 3") is None),
     ("report", "latent_false_sharing[*].threads missing", lambda d: bool(d.get("latent_false_sharing")) and drop(d["latent_false_sharing"][0], "threads")),
+    ("view", "flow steps[*].to_kind alloc", lambda d: flow_step(d) is not None and flow_step(d).update(to_kind="alloc") is None),
+    ("view", "flow steps[*].handovers missing", lambda d: drop(flow_step(d), "handovers")),
+    ("view", "flow charged_unit unknown", lambda d: view_doc(d, "flow") is not None and d.update(charged_unit="cycles") is None),
+    ("view", "flow available without groups", lambda d: drop(view_doc(d, "flow"), "groups")),
+    ("view", "working-set levels[*].set_step 0", lambda d: ws_level(d) is not None and ws_level(d).update(set_step=0) is None),
+    ("view", "working-set lines a float", lambda d: view_doc(d, "working-set") is not None and bool(d["groups"]) and d["groups"][0].update(lines=[[1.5]]) is None),
+    ("view", "working-set unavailable without a reason", lambda d: d.get("view") == "working-set" and not d["available"] and drop(d, "unavailable")),
     ("simulate", "miss_ratio renamed", lambda d: rename(d["totals"]["levels"][0], "miss_ratio", "missratio")),
     ("simulate", "policy unknown", lambda d: d.update(policy="fifo") or True),
     ("simulate", "schema_version missing", lambda d: drop(d, "schema_version")),
@@ -160,6 +182,8 @@ MUST_SEE = {
                "/latent_false_sharing[*]/bytes"],
     "simulate": ["/totals/levels[*]/misses_by_kind/false_sharing"],
     "diff": ["/findings[*]/verdict", "/source_lines[*]/name", "/objects[*]/name"],
+    "view": ["/groups[*]/steps[*]/from_kind", "/groups[*]/path[*]/thread", "/groups[*]/lines",
+             "/levels[*]/set_step", "/unavailable"],
 }
 
 

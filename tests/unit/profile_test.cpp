@@ -190,6 +190,47 @@ TEST_F(ProfileFile, ReuseHistogramsRoundTripAndImpossibleOnesAreRefused) {
   }
 }
 
+// The data-flow and working-set sections round-trip; a record naming a missing site is refused.
+TEST_F(ProfileFile, FlowAndWorkingSetRoundTripAndBadSitesAreRefused) {
+  Profile p = sample();
+  p.sites.resize(1);
+  p.flow_info.push_back({});
+  p.flow_info[0].objects = 3;
+  FlowRecord f{};
+  f.site = 0;
+  f.from = 0;
+  f.to = 1;
+  f.from_kind = kFlowAlloc;
+  f.to_kind = kFlowWrite;
+  f.handovers = 5;
+  p.flows.push_back(f);
+  WorkingSetInfoRecord wi{};
+  wi.samples = 1;
+  p.working_set_info.push_back(wi);
+  WorkingSetRecord w{};
+  w.site = kWsNotHeap;
+  w.lines = 9;
+  p.working_set.push_back(w);
+  ASSERT_TRUE(write_profile(path_, p).ok());
+  auto ok = read_profile(path_);
+  ASSERT_TRUE(ok.ok()) << ok.error();
+  ASSERT_EQ(ok->flows.size(), 1u);
+  EXPECT_EQ(ok->flows[0].handovers, 5u);
+  EXPECT_EQ(ok->flow_info[0].objects, 3u);
+  ASSERT_EQ(ok->working_set.size(), 1u);
+  EXPECT_EQ(ok->working_set[0].lines, 9u);
+  for (int bad = 0; bad < 3; ++bad) {
+    Profile q = p;
+    if (bad == 0) q.flows[0].site = 4;
+    if (bad == 1) q.flows[0].to_kind = kFlowAlloc;
+    if (bad == 2) q.working_set[0].sample = 1;
+    std::filesystem::remove(path_);
+    ASSERT_TRUE(write_profile(path_, q).ok());
+    auto r = read_profile(path_);
+    ASSERT_FALSE(r.ok()) << bad;
+  }
+}
+
 TEST_F(ProfileFile, TruncatedFileIsRejected) {
   ASSERT_TRUE(write_profile(path_, sample()).ok());
   auto b = bytes();

@@ -243,5 +243,44 @@ TEST(SimKinds, CreateRejectsBadKnobs) {
   EXPECT_NE(h.error().find("L1"), std::string::npos);
 }
 
+// for_each_line reports exactly the resident lines, per level and core; with a walk bound it
+// visits every step-th set only (whose lines, scaled by the step, estimate the level).
+TEST(SimWalk, ForEachLineSeesTheResidentLines) {
+  // L1 1 KiB 2-way (8 sets), L2 (shared) 8 KiB 4-way (32 sets); 64-byte lines.
+  auto h = make(geo({{"L1", 1024, 2, 64}, {"L2", 8192, 4, 64}}), [] {
+    Knobs k;
+    k.cores = 2;
+    return k;
+  }());
+  ASSERT_TRUE(h);
+  for (uint64_t line = 0; line < 64; ++line) h->access(0, line * 64, 8, false);  // 4 KiB on core 0
+  h->access(1, 0, 8, false);                                                   // one line on core 1
+  struct Count {
+    uint64_t n[2][3] = {};  // [level][core 0, core 1, shared]
+  } c;
+  h->for_each_line(
+      [](size_t level, uint32_t core, uint64_t, void* arg) {
+        auto* c = static_cast<Count*>(arg);
+        c->n[level][core == Hierarchy::kSharedLevel ? 2 : core]++;
+      },
+      &c);
+  EXPECT_EQ(c.n[0][0], 16u);  // L1 is full: the last 16 lines
+  EXPECT_EQ(c.n[0][1], 1u);
+  EXPECT_EQ(c.n[1][2], 64u);  // all 64 lines fit the shared level
+  EXPECT_EQ(Hierarchy::walk_step({"L2", 8192, 4, 64}, 32), 4u);
+  EXPECT_EQ(Hierarchy::walk_step({"L2", 8192, 4, 64}, 0), 1u);
+  EXPECT_EQ(Hierarchy::walk_step({"L2", 8192, 4, 64}, 1000), 1u);
+  uint64_t walked = 0;
+  h->for_each_line(
+      [](size_t level, uint32_t, uint64_t line, void* arg) {
+        if (level == 1) {
+          EXPECT_EQ(line % 32 % 4, 0u);  // sets 0, 4, 8, ...
+          ++*static_cast<uint64_t*>(arg);
+        }
+      },
+      &walked, 32);
+  EXPECT_EQ(walked * 4, 64u);  // 8 of the 32 sets, 2 lines each
+}
+
 }  // namespace
 }  // namespace whymiss::sim

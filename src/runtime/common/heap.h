@@ -41,7 +41,13 @@ struct HeapObject {
   uint64_t thread_mask;
   uint64_t l1_set_mask;
   uint64_t self_conflicts;  // see profile::ObjectRecord::self_conflicts
+  // Data flow (exact/dataflow.h): the last holder, (thread index + 1) | kFlowWriteBit when it
+  // came by a write (0 = untouched since allocation), and the flow-table slot + 1 of the
+  // handover that made it the holder (0 = none: that handover was dropped).
+  uint32_t flow_last;
+  uint32_t flow_edge;
 };
+inline constexpr uint32_t kFlowWriteBit = 1u << 31;
 
 // Calls fn(HeapObject&) for the live heap object containing `addr`, holding that object's
 // lock; returns false when no live object contains it. fn must not allocate or block.

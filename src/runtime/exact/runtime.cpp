@@ -39,6 +39,7 @@
 #include "runtime/common/tables.h"
 #include "runtime/exact/access_sink.h"
 #include "runtime/exact/cpu_sampler.h"
+#include "runtime/exact/dataflow.h"
 #include "runtime/exact/hit_path.h"
 #include "runtime/exact/relay.h"
 #include "runtime/exact/reuse.h"
@@ -322,6 +323,9 @@ void init() {
     if (const char* e = std::getenv("WHYMISS_ACCESS_LOG"); e && *e) entries = std::strtoull(e, nullptr, 10);
     alog::start(entries);
   }
+  // Data flow between threads and working sets over time (dataflow.h; WHYMISS_FLOW=0,
+  // WHYMISS_WORKING_SET=0 turn them off).
+  flow::start(g.sim, g.line_shift);
   // The initialising thread (the main thread, before main) is sampled from now on, under the
   // index it gets at its first access when no other thread came first (the usual case).
   cpu::thread_start(g.next_index.load(std::memory_order_relaxed));
@@ -462,10 +466,19 @@ struct ObjectHit {
   HeapObject* obj;  // set by count_object_miss
   uint32_t core;    // the simulated core and line of the miss (for a conflict's rivals)
   uint64_t line;
+  bool write;
+  // Only the data flow hears of it (a compulsory miss or a write upgrade): the object's miss
+  // statistics count non-compulsory misses, as they always did.
+  bool flow_only;
+  bool miss;  // an L1 miss (false: a write that upgraded a shared copy)
 };
 
 void count_object_miss(HeapObject& o, void* arg) {
   auto* h = static_cast<ObjectHit*>(arg);
+  flow::touch(o, h->thread, h->write, h->miss);
+  h->serial = o.serial;
+  h->obj = &o;
+  if (h->flow_only) return;
   o.misses[h->kind]++;
   o.thread_mask |= uint64_t(1) << (h->thread % 64);
   o.l1_set_mask |= h->set_bit;
@@ -476,8 +489,6 @@ void count_object_miss(HeapObject& o, void* arg) {
     const uint64_t lo = o.start >> g.line_shift, hi = ((o.start + o.size - 1) >> g.line_shift) + 1;
     if (o.size != 0 && g.sim->rivals_within(h->core, h->line, lo, hi, ways) >= ways) o.self_conflicts++;
   }
-  h->serial = o.serial;
-  h->obj = &o;
 }
 
 // Which of n (a power of two) per-thread slots a 4 KiB page uses.
@@ -600,9 +611,19 @@ void keep_missed_words(ThreadState* t, uint64_t addr) {
 __attribute__((noinline)) void record_misses(ThreadState* t, InstructionRecord* s, uint64_t ip,
                                              uint64_t addr, bool write) {
   const sim::AccessResult& r = t->result;
+  const bool serialised = !g.concurrent.load(std::memory_order_relaxed) || g.relay_mode;
   for (uint8_t k = 0; k < r.nlines; ++k) {
     const sim::LineResult& lr = r.lines[k];
-    if (lr.level[0] == Outcome::Hit) continue;
+    if (lr.level[0] == Outcome::Hit) {
+      // A write that took a shared copy from other cores: the object changes hands (flow).
+      if (lr.upgrade && write && flow::flow_on()) {
+        const uint64_t piece = k == 0 ? addr : lr.line << g.line_shift;
+        ObjectHit hit{0, t->index, 0, 0, nullptr, t->core, lr.line, write, true, false};
+        count_miss_in_object(t, piece, &hit);
+      }
+      continue;
+    }
+    flow::miss(serialised);
     size_t reached = lr.levels_reached < g.nlevels ? lr.levels_reached : g.nlevels;
     for (size_t l = 0; l < reached; ++l) {
       if (lr.level[l] == Outcome::Hit) continue;
@@ -614,9 +635,16 @@ __attribute__((noinline)) void record_misses(ThreadState* t, InstructionRecord* 
     if (k == 0) note_step(t, ip, lr.line, addr);
     const uint64_t set_bit = uint64_t(1) << ((lr.line % g.l1_sets) & 63);  // (any set count)
     if (s) s->l1_set_mask |= set_bit;
-    if (o == Outcome::Compulsory) continue;
+    if (o == Outcome::Compulsory) {
+      // The first touch of a fresh object is usually one: the flow must see it.
+      if (flow::flow_on()) {
+        ObjectHit hit{int(o), t->index, set_bit, 0, nullptr, t->core, lr.line, write, true, true};
+        count_miss_in_object(t, piece, &hit);
+      }
+      continue;
+    }
     if (s) add_ref(s->sample_addrs, piece);
-    ObjectHit hit{int(o), t->index, set_bit, 0, nullptr, t->core, lr.line};
+    ObjectHit hit{int(o), t->index, set_bit, 0, nullptr, t->core, lr.line, write, false, true};
     if (count_miss_in_object(t, piece, &hit)) {
       note_object(s, hit.serial);
       if (k == 0) keep_missed_words(t, addr);
@@ -858,6 +886,9 @@ void finish(int term_signal) {
       }
     }
   }
+  // The working set at the end, while the simulator is still (lock mode: other threads may
+  // still be inside it, so no walk).
+  if (g.relay_mode || !g.concurrent.load(std::memory_order_relaxed)) flow::final_sample();
   sim::Counters c = g.sim->counters();
   profile::CounterRecord counters[profile::kLevels] = {};
   profile::LevelRecord levels[profile::kLevels] = {};
@@ -935,7 +966,7 @@ void finish(int term_signal) {
   };
   // Then the CPU-time samples' sections (cpu_sampler.h), after whatever the list above holds.
   constexpr size_t kBase = sizeof s / sizeof s[0];
-  profile::SectionData all[kBase + cpu::kSections + 3];
+  profile::SectionData all[kBase + cpu::kSections + 1 + 2 + 4];
   std::memcpy(all, s, sizeof s);
   uint32_t nsections = uint32_t(kBase + cpu::export_sections(all + kBase, strings));
   // And the reuse-distance histograms (reuse.h), when the tracker ran.
@@ -953,6 +984,23 @@ void finish(int term_signal) {
     all[nsections++] = {profile::Section::AccessLog, sizeof log_info, 1, &log_info};
     all[nsections++] = {profile::Section::AccessLogEntries, sizeof(uint64_t), log_info.kept,
                         alog::g_log.entries};
+  }
+  // The data flow and working-set sections (dataflow.h), when they ran.
+  profile::FlowInfoRecord flow_info = flow::flow_info();
+  profile::WorkingSetInfoRecord ws_info = flow::working_set_info();
+  if (flow::flow_on()) {
+    const size_t cap = flow::flow_count();
+    auto* recs = alloc_array<profile::FlowRecord>(cap);
+    const size_t n = recs ? flow::export_flows(recs, cap) : 0;
+    all[nsections++] = {profile::Section::FlowInfo, sizeof flow_info, 1, &flow_info};
+    all[nsections++] = {profile::Section::Flows, sizeof(profile::FlowRecord), n, recs};
+  }
+  if (flow::working_set_on()) {
+    const size_t cap = flow::working_set_count();
+    auto* recs = alloc_array<profile::WorkingSetRecord>(cap);
+    const size_t n = recs ? flow::export_working_set(recs, cap) : 0;
+    all[nsections++] = {profile::Section::WorkingSetInfo, sizeof ws_info, 1, &ws_info};
+    all[nsections++] = {profile::Section::WorkingSet, sizeof(profile::WorkingSetRecord), n, recs};
   }
   note_profile_written(profile::write_profile_sections(g.output, all, nsections));
   g.written.store(true, std::memory_order_release);
