@@ -4,10 +4,13 @@
 namespace whymiss::report {
 
 // Each view file defines its accessor (one static instance).
-// (none yet)
+const View& types_view();
+const View& fields_view();
 
 const std::vector<const View*>& views() {
   static const std::vector<const View*> all = {
+      &types_view(),
+      &fields_view(),
   };
   return all;
 }
