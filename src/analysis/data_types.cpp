@@ -45,6 +45,14 @@ DataIndex::DataIndex(const profile::Profile& p, TypeOracle& types) : p_(p), type
   heap_asked_.assign(p.objects.size(), 0);
 }
 
+const DataType* DataIndex::heap_type(size_t i) {
+  if (!heap_asked_[i]) {
+    heap_asked_[i] = 1;
+    heap_types_[i] = types_.heap_type(p_, p_.objects[i]);
+  }
+  return heap_types_[i];
+}
+
 Place DataIndex::at(uint64_t addr, const uint64_t* prefer, int n) {
   Place pl;
   auto it = std::upper_bound(by_start_.begin(), by_start_.end(), addr, [&](uint64_t a, uint32_t i) {
@@ -65,14 +73,10 @@ Place DataIndex::at(uint64_t addr, const uint64_t* prefer, int n) {
   }
   if (best >= 0) {
     const auto& o = p_.objects[size_t(best)];
-    if (!heap_asked_[size_t(best)]) {
-      heap_asked_[size_t(best)] = 1;
-      heap_types_[size_t(best)] = types_.heap_type(p_, o);
-    }
     pl.found = pl.heap = true;
     pl.serial = o.serial;
     pl.start = o.start;
-    pl.type = heap_types_[size_t(best)];
+    pl.type = heap_type(size_t(best));
   } else {
     uint64_t start = 0;
     if (const DataType* t = types_.global_type(addr, &start)) {
@@ -118,7 +122,7 @@ DataTypes data_types(const profile::Profile& p, TypeOracle& oracle) {
     for (int i = 0; i < n; ++i) {
       const Place pl = index.at(ir.sample_addrs[i], ir.objects, kRefs);
       TypeMisses& t = row(pl.type);
-      if (pl.found) seen[pl.type].insert({pl.heap, pl.heap ? pl.serial : pl.start});
+      if (pl.found && !pl.heap) seen[pl.type].insert({false, pl.start});
       FieldMisses* f = nullptr;
       if (pl.type) {
         const std::string name = field_name(pl);
@@ -202,9 +206,12 @@ DataTypes data_types(const profile::Profile& p, TypeOracle& oracle) {
     }
   }
 
+  std::map<const DataType*, uint32_t> heap_count;
+  for (size_t i = 0; i < p.objects.size(); ++i) heap_count[index.heap_type(i)]++;
   for (auto& [t, tm] : rows) {
-    if (seen.count(t))
-      for (const auto& [heap, id] : seen[t]) (heap ? tm.heap_objects : tm.globals)++;
+    if (seen.count(t)) tm.globals = uint32_t(seen[t].size());
+    // (For "unknown": the recorded heap objects of no known type.)
+    tm.heap_objects = heap_count.count(t) ? heap_count[t] : 0;
     for (auto& [name, f] : fields[t]) tm.fields.push_back(f);
     auto all = [](const FieldMisses& f) {
       double s = 0;

@@ -34,6 +34,8 @@ class DataIndex {
   // `prefer`: serials of heap objects the accessing instruction is known to have touched; an
   // address inside several recorded objects (freed and reused memory) goes to one of those.
   Place at(uint64_t addr, const uint64_t* prefer = nullptr, int n = 0);
+  // The type of p.objects[i] (asked of the oracle once).
+  const DataType* heap_type(size_t i);
 
  private:
   const profile::Profile& p_;
@@ -63,7 +65,9 @@ struct TypeMisses {
   uint64_t size = 0; // 0 when unknown
   bool known = false;
   const DataType* type = nullptr;  // the oracle's, for the layout; null when unknown
-  uint32_t heap_objects = 0, globals = 0;  // distinct objects the placed misses fell in
+  // Heap objects of this type the profile recorded (those with misses), and globals the
+  // placed misses fell in.
+  uint32_t heap_objects = 0, globals = 0;
   double misses[profile::kLevels][profile::kKinds] = {};
   std::vector<FieldMisses> fields;    // most misses (all levels) first; empty when unknown
   std::vector<FalsePair> false_pairs; // most misses first

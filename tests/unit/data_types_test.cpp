@@ -100,6 +100,7 @@ TEST(DataTypes, PlacesMissesOnTypesAndFieldsBySampledAddresses) {
   EXPECT_DOUBLE_EQ(unknown->misses[0][kConf], 100);
   EXPECT_DOUBLE_EQ(unknown->misses[1][kConf], 25);
   EXPECT_TRUE(unknown->fields.empty());
+  EXPECT_EQ(unknown->heap_objects, 1u);  // object 2: no type
   const TypeMisses* counter = find(d, "long int");
   ASSERT_NE(counter, nullptr);
   EXPECT_EQ(counter->globals, 1u);
