@@ -70,10 +70,16 @@ def workloads(whymiss, progs):
             prog, _, arg = spec.partition(":")
             name = os.path.basename(os.path.dirname(prog)) + "/" + os.path.basename(prog)
             prof = os.path.join(tmp, "p.data")
-            r = run(whymiss, "record", "-o", prof, "--", prog, *([arg] if arg else []))
-            if r.returncode != 0:
-                raise SystemExit(f"FAIL: record {name}: {r.stderr.strip()}")
-            rep = json.loads(report(whymiss, prof, "--format", "json"))
+            # The sharing workloads' two threads sometimes run one after the other under exact
+            # mode on a loaded two-vCPU machine (tests/integration/CMakeLists.txt, exact_args):
+            # then there is no finding to check, and the run is repeated (at most three times).
+            for attempt in range(3):
+                r = run(whymiss, "record", "-o", prof, "--", prog, *([arg] if arg else []))
+                if r.returncode != 0:
+                    raise SystemExit(f"FAIL: record {name}: {r.stderr.strip()}")
+                rep = json.loads(report(whymiss, prof, "--format", "json"))
+                if rep["findings"]:
+                    break
             check(rep["findings"], f"{name}: no finding")
             for f in rep["findings"]:
                 check("type" in f, f"{name}: a {f['kind']} finding names no type")
