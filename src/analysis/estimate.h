@@ -83,9 +83,12 @@ bool uses_traces(const profile::Profile& p);
 // The trace windows of a profile at a glance, for the report.
 struct TraceSummary {
   uint64_t epochs = 0, windows = 0, accesses = 0, steps = 0, threads = 0;
-  // Of the time that epochs with two or more windows were traced, the share with two or more
-  // threads stepping at once; -1 when no epoch had two windows.
+  // Of the time that windows replayed together (two or more) were traced, the share with two or
+  // more threads stepping at once; -1 when no replay had two windows.
   double overlap = -1;
+  // Epochs that traced one thread each and were replayed in pairs (two threads' epochs as if
+  // they had run at once: the machine did not run the threads together while they were traced).
+  uint64_t paired_epochs = 0;
 };
 TraceSummary trace_summary(const profile::Profile& p);
 // The trace path of estimate() (called by it when uses_traces(p)).

@@ -1,6 +1,7 @@
 // The estimator's path for soft profiles with full-trace windows (estimate.h: "Trace windows").
 //
-// Each epoch's windows are replayed together through one simulator (the profile's geometry, one
+// Each epoch's windows (replay_groups: an epoch that traced one thread joins the next one that
+// traced another) are replayed together through one simulator (the profile's geometry, one
 // core per thread, LRU): the threads' streams interleaved one access each in turn, as exact
 // mode's relay interleaves threads that run at once, whatever their real timing was (the
 // overlap actually observed is reported beside, trace_summary). Each epoch is replayed twice in
@@ -60,6 +61,53 @@ uint64_t granules(uint64_t addr, uint32_t size, uint32_t line) {
   return m;
 }
 
+// The windows replayed together, in epoch order. Normally one group per epoch: the threads that
+// joined it. An epoch that traced only one thread of a multi-threaded program says nothing about
+// how the threads interleave: on a busy machine the others often do not run within the epoch at
+// all, and then true or false sharing vanishes from every replay. Such an epoch is replayed
+// together with the next one that traced one other thread, as if the two had run at once; the
+// report states how little they overlapped (trace_summary), so the sharing pattern is reported
+// with its evidence instead of silence.
+struct ReplayGroups {
+  std::vector<std::vector<uint32_t>> groups;  // window indices
+  uint64_t paired = 0;                        // epochs replayed with another epoch
+};
+
+ReplayGroups replay_groups(const Profile& p) {
+  std::map<uint32_t, std::vector<uint32_t>> epochs;  // epoch -> windows
+  for (uint32_t w = 0; w < p.traces.size(); ++w) epochs[p.traces[w].epoch].push_back(w);
+  auto lone_thread = [&](const std::vector<uint32_t>& ws) {
+    for (uint32_t w : ws)
+      if (p.traces[w].thread != p.traces[ws.front()].thread) return kNoThread;
+    return p.traces[ws.front()].thread;
+  };
+  ReplayGroups r;
+  std::vector<uint32_t> pending;  // a one-thread epoch waiting for a partner
+  uint32_t pending_thread = kNoThread;
+  for (auto& [e, ws] : epochs) {
+    const uint32_t t = lone_thread(ws);
+    if (t != kNoThread && !pending.empty() && t != pending_thread) {
+      pending.insert(pending.end(), ws.begin(), ws.end());
+      r.groups.push_back(std::move(pending));
+      r.paired += 2;
+      pending.clear();
+      pending_thread = kNoThread;
+      continue;
+    }
+    if (!pending.empty()) r.groups.push_back(std::move(pending));
+    pending.clear();
+    pending_thread = kNoThread;
+    if (t != kNoThread) {
+      pending = ws;
+      pending_thread = t;
+    } else {
+      r.groups.push_back(ws);
+    }
+  }
+  if (!pending.empty()) r.groups.push_back(std::move(pending));
+  return r;
+}
+
 }  // namespace
 
 bool uses_traces(const Profile& p) {
@@ -70,22 +118,25 @@ TraceSummary trace_summary(const Profile& p) {
   TraceSummary s;
   s.windows = p.traces.size();
   s.accesses = p.trace_accesses.size();
-  std::map<uint32_t, std::vector<const TraceRecord*>> epochs;
-  std::set<uint32_t> threads;
+  std::set<uint32_t> epochs, threads;
   for (const TraceRecord& t : p.traces) {
-    epochs[t.epoch].push_back(&t);
+    epochs.insert(t.epoch);
     threads.insert(t.thread);
     s.steps += t.steps;
   }
   s.epochs = epochs.size();
   s.threads = threads.size();
-  // Overlap: of the time epochs with two or more windows were being traced, the share during
-  // which two or more threads were stepping at once.
+  // Overlap: of the time that groups replayed together were being traced (groups of two or more
+  // windows), the share during which two or more threads were stepping at once. Epochs paired
+  // because each traced one thread count with their traced time and no overlap.
+  const ReplayGroups g = replay_groups(p);
+  s.paired_epochs = g.paired;
   uint64_t any = 0, both = 0;
-  for (auto& [e, ws] : epochs) {
+  for (const auto& ws : g.groups) {
     if (ws.size() < 2) continue;
     std::vector<std::pair<uint64_t, int>> ev;
-    for (const TraceRecord* t : ws) {
+    for (uint32_t w : ws) {
+      const TraceRecord* t = &p.traces[w];
       const uint64_t end = t->end_ns > t->start_ns ? t->end_ns : t->start_ns;
       ev.push_back({t->start_ns, +1});
       ev.push_back({end, -1});
@@ -118,12 +169,10 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
                         std::to_string(p.traces.size()));
     per_window[w].push_back(i);
   }
-  std::map<uint32_t, std::vector<uint32_t>> epochs;  // epoch -> windows
-  std::map<uint32_t, uint32_t> core;                 // thread -> simulated core
-  for (uint32_t w = 0; w < p.traces.size(); ++w) {
-    epochs[p.traces[w].epoch].push_back(w);
+  const ReplayGroups groups = replay_groups(p);
+  std::map<uint32_t, uint32_t> core;  // thread -> simulated core
+  for (uint32_t w = 0; w < p.traces.size(); ++w)
     core.emplace(p.traces[w].thread, uint32_t(core.size() % kMaxReplayCores));
-  }
   sim::Knobs kn;
   kn.cores = std::max<uint32_t>(1, std::min<uint32_t>(uint32_t(core.size()), kMaxReplayCores));
   kn.concurrent = false;
@@ -152,15 +201,15 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
   for (const ObjectRecord& o : p.objects) object_of[o.serial] = &o;
   const uint32_t l1_ways = p.geometry.levels[0].ways;
   // How each instruction's L1 misses step through memory (StepRecord; no pointer check: the
-  // trace holds addresses, not values). State per (instruction, thread), within an epoch.
+  // trace holds addresses, not values). State per (instruction, thread), within a replay group.
   struct StepState {
     uint64_t last_line = 0;
     int64_t last_delta = 0;
   };
   std::map<uint64_t, StepRecord> steps;
-  for (auto& [e, wins] : epochs) {
+  for (const auto& wins : groups.groups) {
     std::map<std::pair<uint64_t, uint32_t>, StepState> step_state;
-    // Round-robin interleaving of the epoch's windows (one access of each in turn).
+    // Round-robin interleaving of the group's windows (one access of each in turn).
     std::vector<uint32_t> order;
     std::vector<size_t> at(wins.size(), 0);
     for (bool more = true; more;) {

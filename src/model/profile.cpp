@@ -201,11 +201,14 @@ int with_sections(const Profile& p, Fn fn) {
       {Section::CpuSampling, sizeof(CpuSamplingRecord), p.cpu_sampling.size(), p.cpu_sampling.data()},
       {Section::CpuSamples, sizeof(CpuSampleRecord), p.cpu_samples.size(), p.cpu_samples.data()},
       {Section::Reuse, sizeof(ReuseRecord), p.reuse.size(), p.reuse.data()},
+      {Section::AccessLog, sizeof(AccessLogRecord), p.access_log_info.size(), p.access_log_info.data()},
+      {Section::AccessLogEntries, sizeof(uint64_t), p.access_log.size(), p.access_log.data()},
   };
-  // The CPU-time and reuse sections (last) only when there are any: a profile without them
-  // encodes to the same bytes as before they existed.
+  // The CPU-time, reuse and access-log sections (last) only when there are any: a profile
+  // without them encodes to the same bytes as before they existed.
   const bool cpu = !p.cpu_sampling.empty() || !p.cpu_samples.empty(), reuse = !p.reuse.empty();
-  return fn(s, uint32_t(sizeof s / sizeof s[0]) - (reuse ? 0 : cpu ? 1 : 3));
+  const bool log = !p.access_log_info.empty();
+  return fn(s, uint32_t(sizeof s / sizeof s[0]) - (log ? 0 : reuse ? 2 : cpu ? 3 : 5));
 }
 
 }  // namespace
@@ -310,6 +313,8 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
       case Section::CpuSampling: ok = take(data, s, &p.cpu_sampling) && s.count <= 1; break;
       case Section::CpuSamples: ok = take(data, s, &p.cpu_samples); break;
       case Section::Reuse: ok = take(data, s, &p.reuse); break;
+      case Section::AccessLog: ok = take(data, s, &p.access_log_info) && s.count <= 1; break;
+      case Section::AccessLogEntries: ok = take(data, s, &p.access_log); break;
       default: break;  // unknown sections of the same version are skipped
     }
     if (!ok) return bad("section " + std::to_string(i) + " has records of an unexpected size");
@@ -337,6 +342,11 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
     if (c.window >= p.windows.size()) return bad("a capture names a missing window");
   for (const auto& a : p.trace_accesses)
     if (a.window >= p.traces.size()) return bad("a traced access names a missing trace window");
+  if (!p.access_log.empty() && p.access_log_info.empty())
+    return bad("an access log comes without its description");
+  for (const auto& r : p.access_log_info)
+    if (r.kept != p.access_log.size() || r.kept > r.total || r.kept > r.capacity)
+      return bad("the access log's description does not match its entries");
   for (const auto& r : p.reuse) {
     bool ok = r.scope <= kReuseInstruction && r.line_bytes >= 4 && (r.line_bytes & (r.line_bytes - 1)) == 0 &&
               std::isfinite(r.rate) && r.rate > 0 && r.rate <= 1 && std::isfinite(r.cold) && r.cold >= 0 &&

@@ -70,6 +70,10 @@ enum class Section : uint32_t {
   // Exact mode's reuse-distance histograms (ReuseRecord), for miss-ratio curves. Readers of
   // older builds skip them.
   Reuse,
+  // Exact mode's bounded log of every simulated access in simulation order (AccessLogRecord,
+  // AccessLogEntries: packed uint64_t, see access_log_pack), for what-if replays
+  // (analysis/predict.h). Readers of older builds skip them.
+  AccessLog, AccessLogEntries,
 };
 
 struct FileHeader {
@@ -364,6 +368,29 @@ struct CpuSampleRecord {
 };
 static_assert(sizeof(CpuSampleRecord) == 24);
 
+// Exact mode's access log: the first `kept` accesses of the run, each packed into 8 bytes, in the
+// order the simulator took them (all threads in one stream). When the log was full, later
+// accesses were counted (`total`) but not kept: what-if replays then cover a prefix of the run.
+struct AccessLogRecord {
+  uint64_t capacity;  // entries the log could hold (WHYMISS_ACCESS_LOG)
+  uint64_t kept;      // entries in AccessLogEntries
+  uint64_t total;     // accesses the simulator took in all (kept + not kept)
+  uint32_t line;      // the simulated line size (bytes)
+  uint32_t reserved;
+};
+static_assert(sizeof(AccessLogRecord) == 32);
+// One entry: bits 0-47 the byte address, 48-55 size-1 (sizes above 256 are cut to 256; ranges
+// reach the log in line-sized pieces), 56 write, 57-63 thread index mod 128.
+inline constexpr uint64_t kLogAddrMask = (uint64_t(1) << 48) - 1;
+inline uint64_t access_log_pack(uint64_t addr, uint32_t size, bool write, uint32_t thread) {
+  const uint64_t sz = size == 0 ? 0 : size > 256 ? 255 : size - 1;
+  return (addr & kLogAddrMask) | sz << 48 | uint64_t(write) << 56 | uint64_t(thread & 127) << 57;
+}
+inline uint64_t log_addr(uint64_t e) { return e & kLogAddrMask; }
+inline uint32_t log_size(uint64_t e) { return uint32_t((e >> 48) & 255) + 1; }
+inline bool log_write(uint64_t e) { return (e >> 56) & 1; }
+inline uint32_t log_thread(uint64_t e) { return uint32_t(e >> 57); }
+
 // A remark of the collector for the report (e.g. why the capture stage was off).
 struct NoteRecord {
   uint32_t text_str;
@@ -397,6 +424,9 @@ struct Profile {
   // Exact mode's CPU-time samples (empty in older profiles and other modes).
   std::vector<CpuSamplingRecord> cpu_sampling;  // zero or one
   std::vector<CpuSampleRecord> cpu_samples;
+  // Exact mode's access log (empty in older profiles, other modes, WHYMISS_ACCESS_LOG=0).
+  std::vector<AccessLogRecord> access_log_info;  // zero or one
+  std::vector<uint64_t> access_log;              // access_log_pack entries
   struct Note { uint32_t severity; std::string text; };
   std::vector<Note> notes;
 };

@@ -9,6 +9,7 @@
 #include "report/common.h"
 #include "report/json.h"
 #include "report/mrc.h"
+#include "report/whatif.h"
 #include "report/sampled.h"
 #include "report/unseen.h"
 
@@ -149,6 +150,8 @@ void write_json(std::ostream& out, const profile::Profile& p, const analysis::An
   }
   w.end_array().end_object();
   json_program_mrc(w, p);
+  const analysis::Predictions pred = predictions(p, a.findings, n, o.max_findings);
+  json_latent(w, p, pred, n);
   w.key("findings").begin_array();
   for (size_t i = 0; i < a.findings.size() && i < o.max_findings; ++i) {
     const Finding& f = a.findings[i];
@@ -209,6 +212,7 @@ void write_json(std::ostream& out, const profile::Profile& p, const analysis::An
     json_finding_mrc(w, p, f);
     if (!f.data_type.empty()) w.field("type", f.data_type);
     if (!f.data_field.empty()) w.field("field", f.data_field);
+    json_predicted_fix(w, p, pred.fixes[i]);
     w.field("suggestion", f.suggestion).end_object();
   }
   w.end_array();
@@ -285,6 +289,7 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
   }
   }
   out << "\n";
+  const analysis::Predictions pred = predictions(p, a.findings, n, o.max_findings);
   if (a.findings.empty()) out << "No significant cache problem found.\n";
   else out << "Findings, most costly first (cost = misses x modelled stall cycles):\n";
   for (size_t i = 0; i < a.findings.size() && i < o.max_findings; ++i) {
@@ -352,7 +357,9 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
     }
     if (ev.tellp()) out << "   evidence: " << ev.str() << "\n";
     out << "   fix: " << f.suggestion << "\n";
+    text_predicted_fix(out, p, pred.fixes[i]);
   }
+  text_latent(out, p, pred, n);
   text_program_mrc(out, p);
   std::vector<SourceLine> lines = source_lines(p, n);
   size_t shown = 0;

@@ -124,6 +124,9 @@ void text_header(std::ostream& out, const profile::Profile& p) {
         << ", " << thousands(t.steps) << " instructions stepped, " << counted(t.accesses, "access") << " recorded";
     if (t.overlap >= 0)
       out << "; threads stepped at the same time " << std::lround(t.overlap * 100) << "% of the traced time";
+    if (t.paired_epochs)
+      out << "\n  (" << counted(t.paired_epochs, "epoch")
+          << " traced one thread each and were replayed in pairs, as if their threads had run at once)";
     if (!analysis::uses_traces(p))
       out << "\n  (too few traced accesses to count from: a longer run gives more windows; misses modelled from samples)";
     out << "\n";
@@ -196,6 +199,7 @@ void json_sampling(JsonWriter& w, const profile::Profile& p) {
     w.key("trace").begin_object().field("epochs", t.epochs).field("windows", t.windows);
     w.field("steps", t.steps).field("accesses", t.accesses).field("threads", t.threads);
     if (t.overlap >= 0) w.field("overlap", t.overlap);
+    w.field("paired_epochs", t.paired_epochs);
     w.field("counts_from_traces", analysis::uses_traces(p)).end_object();
   }
   w.field("unit", analysis::uses_traces(p) ? "traced accesses" : "samples");

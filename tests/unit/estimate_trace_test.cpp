@@ -82,14 +82,32 @@ TEST(EstimateTrace, HeapObjectsOfTwoThreadsInOneLineAreAllocatorFalseSharing) {
   expect_none(traced(testing::false_sharing_alloc(true)));
 }
 
-TEST(EstimateTrace, ThreadsNeverTracedTogetherShowNoSharing) {
-  // Each epoch replays its own windows only: sharing needs two threads in one epoch.
+TEST(EstimateTrace, ThreadsTracedInSeparateEpochsAreReplayedInPairs) {
+  // A busy machine runs one thread per epoch: each epoch that traced one thread is replayed with
+  // the next one that traced the other, so the sharing pattern is still found (and the summary
+  // says the epochs were paired); the fixed twin, traced the same way, still has none.
   TraceConfig c;
   c.separate = true;
   profile::Profile p;
   Analysis a = traced(testing::sharing_global(false, false), c, &p);
-  for (const Finding& f : a.findings) EXPECT_NE(f.kind, Kind::FalseSharing);
-  EXPECT_EQ(l1_kind(p, 5), 0u);
+  expect_top(a, Kind::FalseSharing, Origin::Application);
+  EXPECT_GT(l1_kind(p, 5), 0u);
+  EXPECT_EQ(trace_summary(p).paired_epochs, p.traces.size());
+  expect_none(traced(testing::sharing_global(true, false), c));
+  expect_top(traced(testing::sharing_global(false, true), c), Kind::TrueSharing, Origin::Application);
+}
+
+TEST(EstimateTrace, OneThreadEpochsOfTheSameThreadAreNotPaired) {
+  // A single-threaded program's epochs stay apart: nothing to interleave.
+  profile::Profile p;
+  p.meta.mode = uint32_t(profile::Mode::Soft);
+  for (uint32_t e = 1; e <= 3; ++e) {
+    profile::TraceRecord r{};
+    r.thread = 0, r.epoch = e, r.start_ns = e * 1000, r.end_ns = e * 1000 + 100;
+    p.traces.push_back(r);
+  }
+  EXPECT_EQ(trace_summary(p).paired_epochs, 0u);
+  EXPECT_LT(trace_summary(p).overlap, 0);
 }
 
 TEST(EstimateTrace, ControlHasNoFinding) { expect_none(traced(testing::control())); }
@@ -107,6 +125,12 @@ TEST(EstimateTrace, OverlapIsTheShareOfTracedTimeWithTwoThreadsStepping) {
   EXPECT_EQ(s.epochs, 2u);
   EXPECT_EQ(s.threads, 2u);
   EXPECT_DOUBLE_EQ(s.overlap, 50.0 / 200.0);  // epoch 2 has one window: not counted
+  EXPECT_EQ(s.paired_epochs, 0u);
+  // Epoch 3 traced only thread 1: replayed with epoch 2, their 200 ns count with no overlap.
+  p.traces.push_back(win(1, 3, 2000, 2100));
+  s = trace_summary(p);
+  EXPECT_EQ(s.paired_epochs, 2u);
+  EXPECT_DOUBLE_EQ(s.overlap, 50.0 / 400.0);
   p.traces = {win(0, 1, 0, 100)};
   EXPECT_LT(trace_summary(p).overlap, 0);
 }

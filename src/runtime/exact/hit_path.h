@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "runtime/common/tables.h"
+#include "runtime/exact/access_log.h"
 #include "runtime/exact/access_sink.h"
 #include "runtime/exact/relay.h"
 #include "sim/sim.h"
@@ -44,6 +45,7 @@ struct HitPath {
   // alone, turning access-by-access contention into turns.
   uint32_t skip = 0, backoff = 0;
   bool waited = false;  // quiet came in a wait; the next held attempt says whether it paid off
+  uint32_t thread = 0;  // the thread's index (for the access log)
 };
 // A thread that has pushed waits for quiet (and then takes held hits again) only once the relay
 // found this many of its accesses in a row to be hits on one line: such a thread would push
@@ -61,9 +63,10 @@ extern std::atomic<bool> g_held_hits;
 __attribute__((always_inline)) inline bool memo_hit(sim::HitMemo* memo, IpTable* ips,
                                                     uint64_t* accesses, uintptr_t ip,
                                                     uintptr_t addr, uint32_t size,
-                                                    bool write) noexcept {
+                                                    bool write, uint32_t thread) noexcept {
   profile::InstructionRecord* s = ips->find_hot(ip - 1);
   if (s == nullptr || !memo->try_hit(addr, size, write)) return false;
+  alog::append(addr, size, write, thread);
   ++*accesses;
   s->accesses[write]++;
   return true;
@@ -104,6 +107,7 @@ inline bool held_hit(HitPath& h, uintptr_t ip, uintptr_t addr, uint32_t size, bo
                     h.memo->holds(addr, size, write);
   if (held) {
     h.memo->bump(write);
+    alog::append(addr, size, write, h.thread);
     ++*h.accesses;
     s->accesses[write]++;
   }
@@ -137,7 +141,7 @@ __attribute__((always_inline)) inline bool take_hit(uintptr_t ip, uintptr_t addr
     held_or_access(h, ip, addr, size, write);
     return true;
   }
-  return memo_hit(h.memo, h.ips, h.accesses, ip, addr, size, write);
+  return memo_hit(h.memo, h.ips, h.accesses, ip, addr, size, write, h.thread);
 }
 
 }  // namespace whymiss::rt

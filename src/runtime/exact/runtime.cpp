@@ -42,6 +42,7 @@
 #include "runtime/exact/hit_path.h"
 #include "runtime/exact/relay.h"
 #include "runtime/exact/reuse.h"
+#include "runtime/exact/access_log.h"
 #include "runtime/exact/thread_order.h"
 #include "sim/sim.h"
 
@@ -315,6 +316,12 @@ void init() {
     if (m && std::strcmp(m, "all") == 0) rk.rate_shift = 0;
     reuse::start(g.line_shift, rk);
   }
+  // The access log for what-if replays (access_log.h): WHYMISS_ACCESS_LOG entries, 0 = off.
+  {
+    uint64_t entries = uint64_t(1) << 22;
+    if (const char* e = std::getenv("WHYMISS_ACCESS_LOG"); e && *e) entries = std::strtoull(e, nullptr, 10);
+    alog::start(entries);
+  }
   // The initialising thread (the main thread, before main) is sampled from now on, under the
   // index it gets at its first access when no other thread came first (the usual case).
   cpu::thread_start(g.next_index.load(std::memory_order_relaxed));
@@ -362,8 +369,10 @@ void depend_on(ThreadState* t, uint64_t mark) {
 // A thread with a lane takes held hits on its own core's memo (hit_path.h), unless threads
 // share cores: another thread's access would then move the memo under it.
 void enable_held_hits(ThreadState* t) {
-  if (g.one_per_core)
+  if (g.one_per_core) {
     t_hit = HitPath{g.sim->hit_memo(t->core), &t->ips, &t->accesses, &t->lane, &t->busy};
+    t_hit.thread = t->index;
+  }
 }
 
 // Makes sure simulated core `core` exists before a thread uses it (Hierarchy::add_core): false
@@ -417,6 +426,7 @@ ThreadState* attach_thread() {
   } else if (!g.concurrent.load(std::memory_order_acquire)) {
     t->memo = g.sim->hit_memo(t->core);
     t_hit = HitPath{t->memo, &t->ips, &t->accesses};  // (t becomes t_state below)
+    t_hit.thread = index;
   }
   g.core_owner[t->core].store(index, std::memory_order_relaxed);
   g.threads[index].store(t, std::memory_order_release);
@@ -629,6 +639,7 @@ inline void inside(ThreadState* t, F&& f) {
 // Returns whether the access hit L1.
 inline bool record(ThreadState* t, uint64_t ip, uint64_t addr, uint32_t size, bool write) {
   const bool l1_hit = g.sim->access(t->core, addr, size, write, t->result);
+  alog::append(addr, size, write, t->index);
   reuse::access(ip, addr, g.concurrent.load(std::memory_order_relaxed) && !g.relay_mode);
   t->accesses++;
   InstructionRecord* s = t->ips.get(ip);
@@ -646,7 +657,7 @@ __attribute__((noinline)) void solo_access(ThreadState* t, uintptr_t ret, uintpt
   t->lane.busy.store(1, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);  // paired with the relay's membarrier
   if (relay::solo() == &t->lane) {
-    if (!memo_hit(t->memo, &t->ips, &t->accesses, ret, addr, size, write) && !t_in_runtime &&
+    if (!memo_hit(t->memo, &t->ips, &t->accesses, ret, addr, size, write, t->index) && !t_in_runtime &&
         size != 0 && g.state.load(std::memory_order_relaxed) == kRecording) {
       inside(t, [&] { record(t, ret ? ret - 1 : 0, addr, size, write); });
     }
@@ -714,7 +725,9 @@ __attribute__((noinline)) void access_rest(uintptr_t ip, uintptr_t addr, uint32_
       t->accesses++;
       s->accesses[write]++;
       reuse::access(at, addr, false);  // (one thread)
-      if (g.sim->access(t->core, addr, size, write, t->result)) return;
+      const bool hit = g.sim->access(t->core, addr, size, write, t->result);
+      alog::append(addr, size, write, t->index);
+      if (hit) return;
       inside(t, [&] { record_misses(t, s, at, addr, write); });
       return;
     }
@@ -922,7 +935,7 @@ void finish(int term_signal) {
   };
   // Then the CPU-time samples' sections (cpu_sampler.h), after whatever the list above holds.
   constexpr size_t kBase = sizeof s / sizeof s[0];
-  profile::SectionData all[kBase + cpu::kSections + 1];
+  profile::SectionData all[kBase + cpu::kSections + 3];
   std::memcpy(all, s, sizeof s);
   uint32_t nsections = uint32_t(kBase + cpu::export_sections(all + kBase, strings));
   // And the reuse-distance histograms (reuse.h), when the tracker ran.
@@ -930,6 +943,17 @@ void finish(int term_signal) {
     if (auto* reuse_recs = alloc_array<profile::ReuseRecord>(nreuse))
       all[nsections++] = {profile::Section::Reuse, sizeof(profile::ReuseRecord),
                           reuse::export_records(reuse_recs, nreuse), reuse_recs};
+  // And the access log (access_log.h), when it ran.
+  profile::AccessLogRecord log_info{};
+  if (alog::g_log.capacity) {
+    log_info.capacity = alog::g_log.capacity;
+    log_info.kept = alog::kept();
+    log_info.total = c.accesses > log_info.kept ? c.accesses : log_info.kept;
+    log_info.line = uint32_t(1) << g.line_shift;
+    all[nsections++] = {profile::Section::AccessLog, sizeof log_info, 1, &log_info};
+    all[nsections++] = {profile::Section::AccessLogEntries, sizeof(uint64_t), log_info.kept,
+                        alog::g_log.entries};
+  }
   note_profile_written(profile::write_profile_sections(g.output, all, nsections));
   g.written.store(true, std::memory_order_release);
 }

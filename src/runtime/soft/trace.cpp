@@ -58,6 +58,11 @@ struct State {
   std::atomic<uint32_t> epoch{0};
   std::atomic<uint64_t> epoch_end{0};
   std::atomic<uint32_t> joined{0};  // windows started in the current epoch
+  // Windows of one epoch still being stepped: epoch << 32 | count. While one is, the epoch stays
+  // open for threads that have not joined yet (on a busy machine the others may not run within
+  // epoch_ns, and an epoch that traced one thread shows no sharing), and the next epoch waits,
+  // up to kHoldNs past the epoch's end (a thread that died stepping never ends its window).
+  std::atomic<uint64_t> stepping{0};
   std::atomic<bool> stopped{false};
   std::atomic<uint64_t> step_cost_ns{0};
   std::atomic<uint64_t> window_cost_ns{0};  // what a window costs its thread (measured)
@@ -73,6 +78,24 @@ struct State {
 State g_state;
 
 constexpr uint32_t kSketchBits = 16384;
+constexpr uint64_t kHoldNs = 1'000'000'000;
+
+// stepping: one more / one fewer window of epoch e being stepped (lock-free: signal handlers).
+void stepping_add(uint32_t e, int d) {
+  std::atomic<uint64_t>& a = g_state.stepping;
+  uint64_t cur = a.load(std::memory_order_relaxed), next;
+  do {
+    const bool same = uint32_t(cur >> 32) == e;
+    const uint32_t n = same ? uint32_t(cur) : 0;
+    if (d < 0 && (!same || n == 0)) return;  // a window of an epoch no longer counted
+    next = uint64_t(e) << 32 | uint32_t(n + d);
+  } while (!a.compare_exchange_weak(cur, next, std::memory_order_acq_rel, std::memory_order_relaxed));
+}
+
+bool stepping_in(uint32_t e) {
+  const uint64_t cur = g_state.stepping.load(std::memory_order_acquire);
+  return uint32_t(cur >> 32) == e && uint32_t(cur) != 0;
+}
 
 struct Thread {
   uint64_t sketch[kSketchBits / 64];  // lines touched in the window (linear counting)
@@ -126,6 +149,7 @@ void end_window(Window& w, profile::TraceEnd why, ucontext_t* uc) {
   const uint64_t end = now_ns();
   w.end.store(uint32_t(why), std::memory_order_relaxed);
   w.end_ns.store(end, std::memory_order_release);
+  stepping_add(w.epoch, -1);
   const uint32_t steps = w.steps.load(std::memory_order_relaxed);
   const uint64_t cpu = thread_cpu_ns();
   if (steps >= 1000 && cpu > w.start_cpu_ns) {
@@ -357,6 +381,7 @@ int init(const Config& c, ObjectLookup lookup, uint64_t own_lo, uint64_t own_hi)
   s.chunks_claimed.store(0);
   s.epoch.store(0);
   s.epoch_end.store(0);
+  s.stepping.store(0);
   s.stopped.store(false);
   s.epochs.store(0);
   s.dropped.store(0);
@@ -396,7 +421,7 @@ bool start_here(ucontext_t* uc, uint32_t thread_index, uint64_t fs_base, uint64_
   const uint32_t e = s.epoch.load(std::memory_order_acquire);
   if (e == 0 || e == t_tr.last_epoch) return false;
   const uint64_t now = now_ns();
-  if (now > s.epoch_end.load(std::memory_order_relaxed)) return false;
+  if (now > s.epoch_end.load(std::memory_order_relaxed) && !stepping_in(e)) return false;
   // The kernel kills a thread that single-steps with SIGTRAP blocked.
   if (sigismember(&uc->uc_sigmask, SIGTRAP) == 1) return false;
   if (in_child()) return false;
@@ -414,6 +439,7 @@ bool start_here(ucontext_t* uc, uint32_t thread_index, uint64_t fs_base, uint64_
   w.end.store(uint32_t(profile::TraceEnd::Stopped), std::memory_order_relaxed);
   w.end_ns.store(0, std::memory_order_release);
   s.joined.fetch_add(1, std::memory_order_relaxed);
+  stepping_add(e, +1);
   t_tr.window = idx + 1;
   t_tr.left = s.cfg.steps - 1;
   t_tr.after_syscall = 0;
@@ -462,7 +488,9 @@ void tick(uint64_t now) {
   const double cost = double(s.window_cost_ns.load(std::memory_order_relaxed));
   const double cap = cost * 2 > 1e9 * s.cfg.budget_permille / 1000.0 ? cost * 2 : 1e9 * s.cfg.budget_permille / 1000.0;
   if (s.budget_ns > cap) s.budget_ns = cap;
-  if (now <= s.epoch_end.load(std::memory_order_relaxed)) return;  // an epoch is open
+  const uint64_t end = s.epoch_end.load(std::memory_order_relaxed);
+  if (now <= end) return;  // an epoch is open
+  if (now <= end + kHoldNs && stepping_in(s.epoch.load(std::memory_order_relaxed))) return;  // still joinable
   if (s.charged > 0) {  // the last epoch is over: nobody joined it, nothing was spent
     if (s.joined.load(std::memory_order_relaxed) == 0) s.budget_ns += s.charged;
     s.charged = 0;

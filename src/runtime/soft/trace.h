@@ -58,8 +58,9 @@ struct Config {
   uint32_t budget_permille = 50;
   // What one step is assumed to cost before any window measured it (then: the last windows').
   uint32_t step_cost_ns = 12000;
-  // An epoch stays open this long: a running thread takes a task-clock sample within one
-  // period, so every thread running at the time joins.
+  // An epoch stays open this long, and after that while one of its windows is still being
+  // stepped: a running thread takes a task-clock sample within one period, so every thread
+  // running at the time joins.
   uint64_t epoch_ns = 30'000'000;
   // Once the budget allows, an epoch opens at a random tick, on average this long after the
   // previous one could have opened (a Poisson process): windows land anywhere in the run, not

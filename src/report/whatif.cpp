@@ -1,0 +1,90 @@
+#include "report/whatif.h"
+
+#include <algorithm>
+
+#include "report/common.h"
+
+namespace whymiss::report {
+namespace {
+
+std::string site_text(const profile::Profile& p, uint32_t site, Namer& n) {
+  if (site >= p.sites.size()) return "an unknown site";
+  const CodeLoc c = n.site(p.sites[site]);
+  return c.file.empty() ? hex(p.sites[site].frames[0]) : c.file + ":" + std::to_string(c.line);
+}
+
+}  // namespace
+
+analysis::Predictions predictions(const profile::Profile& p, const std::vector<analysis::Finding>& findings,
+                                  Namer& n, size_t max_findings) {
+  std::vector<analysis::Finding> fs(findings.begin(), findings.begin() + std::min(findings.size(), max_findings));
+  for (auto& f : fs)
+    for (auto& o : f.objects)
+      if (!o.heap && o.size == 0 && o.sample_addr)
+        if (auto g = n.global(o.sample_addr)) {
+          o.start = g->start;
+          o.size = g->size;
+        }
+  analysis::PredictKnobs k;
+  k.max_findings = std::min(max_findings, k.max_findings);
+  return analysis::predict(p, fs, k);
+}
+
+void json_predicted_fix(JsonWriter& w, const profile::Profile& p, const analysis::PredictedFix& fx) {
+  if (!fx.available) return;
+  w.key("predicted_fix").begin_object().field("what", fx.what).field("how", fx.how);
+  w.field("level", p.geometry.levels[size_t(fx.level)].name);
+  w.field("misses_before", fx.misses_before).field("misses_after", fx.misses_after);
+  w.field("kind_misses_before", fx.kind_before).field("kind_misses_after", fx.kind_after);
+  if (fx.cache_size) w.field("cache_size", fx.cache_size);
+  w.end_object();
+}
+
+void json_latent(JsonWriter& w, const profile::Profile& p, const analysis::Predictions& pr, Namer& n) {
+  if (!pr.have_log) return;
+  w.key("latent_false_sharing").begin_array();
+  for (const auto& l : pr.latent) {
+    w.begin_object();
+    w.key("object").begin_object().field("address", hex(l.start)).field("size", l.size);
+    w.field("alloc_site", site_text(p, l.site, n)).field("alloc_thread", l.alloc_thread).end_object();
+    w.field("trigger", l.trigger).field("offset", l.offset).field("line", l.line);
+    w.field("predicted_misses", l.predicted_misses).field("today_misses", l.today_misses);
+    w.field("how", pr.log_how + ", the object's accesses alone, in the recorded interleaving");
+    w.key("threads").begin_array();
+    for (uint32_t t : l.threads) w.value(t);
+    w.end_array().key("bytes").begin_array();
+    for (const auto& b : l.bytes) w.value(b);
+    w.end_array().end_object();
+  }
+  w.end_array();
+}
+
+void text_predicted_fix(std::ostream& out, const profile::Profile& p, const analysis::PredictedFix& fx) {
+  if (!fx.available) return;
+  const std::string l1 = p.geometry.levels[size_t(fx.level)].name;
+  out << "   fix predicted: " << fx.what << ": " << thousands(fx.misses_before) << " -> "
+      << thousands(fx.misses_after) << " " << l1 << " misses [" << fx.how << "]\n";
+}
+
+void text_latent(std::ostream& out, const profile::Profile& p, const analysis::Predictions& pr, Namer& n) {
+  if (pr.latent.empty()) return;
+  out << "\nLatent false sharing (none at today's placement; predicted elsewhere) [" << pr.log_how
+      << ", each object's accesses alone, in the recorded interleaving]:\n";
+  // One entry per object: its threads' bytes, then each placement that shares a line.
+  for (size_t i = 0; i < pr.latent.size();) {
+    const auto& l = pr.latent[i];
+    out << "   heap object of " << l.size << " bytes at " << hex(l.start) << " (allocated at "
+        << site_text(p, l.site, n) << " by thread " << l.alloc_thread << "):";
+    for (size_t t = 0; t < l.threads.size(); ++t) out << " thread " << l.threads[t] << " " << l.bytes[t] << ";";
+    out << "\n      false-sharing misses today " << thousands(l.today_misses) << "; predicted:";
+    for (; i < pr.latent.size() && pr.latent[i].serial == l.serial; ++i) {
+      const auto& c = pr.latent[i];
+      out << " " << c.trigger;
+      if (c.line == 128) out << (c.offset ? " (object 64 bytes further)" : " (today's placement)");
+      out << " " << thousands(c.predicted_misses) << ";";
+    }
+    out << "\n";
+  }
+}
+
+}  // namespace whymiss::report

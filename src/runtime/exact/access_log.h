@@ -1,0 +1,43 @@
+// Exact mode's access log (profile::AccessLogRecord): every access the simulator takes, hits on
+// the inline hit paths included, packed into 8 bytes, in the order the simulator takes them, for
+// the what-if replays of analysis/predict.h (a fix applied to addresses, re-simulated at report
+// time, without re-running the program).
+//
+// Bound: a fixed array reserved at start (WHYMISS_ACCESS_LOG entries, default 2^22 = 32 MiB,
+// MAP_NORESERVE: pages are only committed as the log fills); 0 turns it off. When it is full,
+// later accesses are not kept (the profile's total says how many there were): a replay then
+// covers the run's first accesses, and says so. Appending is one relaxed fetch_add and a store;
+// once full, one relaxed load. No allocation, no lock, never blocks: safe on every access path.
+#pragma once
+#include <atomic>
+#include <cstdint>
+
+#include "model/profile.h"
+
+namespace whymiss::rt::alog {
+
+struct Log {
+  uint64_t* entries = nullptr;
+  uint64_t capacity = 0;  // 0: off
+  std::atomic<uint64_t> next{0};
+};
+extern constinit Log g_log;
+
+// Reserves the log (`entries` entries). False when memory could not be had (the log stays off).
+bool start(uint64_t entries) noexcept;
+
+__attribute__((always_inline)) inline void append(uint64_t addr, uint32_t size, bool write,
+                                                  uint32_t thread) noexcept {
+  Log& l = g_log;
+  if (l.next.load(std::memory_order_relaxed) >= l.capacity) return;  // off, or full
+  const uint64_t i = l.next.fetch_add(1, std::memory_order_relaxed);
+  if (i < l.capacity) l.entries[i] = profile::access_log_pack(addr, size, write, thread);
+}
+
+// The entries kept so far (call once recording stopped).
+inline uint64_t kept() noexcept {
+  const uint64_t n = g_log.next.load(std::memory_order_acquire);
+  return n < g_log.capacity ? n : g_log.capacity;
+}
+
+}  // namespace whymiss::rt::alog
