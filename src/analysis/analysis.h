@@ -85,6 +85,9 @@ struct Finding {
   Pattern pattern = Pattern::Unknown;  // capacity findings
   int64_t stride = 0;                  // Pattern::Strided: bytes between consecutive misses
   std::string suggestion;    // one line
+  // The data's type and the field missed on, when the debug information says
+  // (name_finding_types() in data_types.h); empty when unknown.
+  std::string data_type, data_field;
 };
 
 struct Analysis {

@@ -41,14 +41,19 @@ std::optional<report::DataName> SymbolNamer::global(uint64_t addr) {
   return report::DataName{name, g->start, g->size};
 }
 
-report::CodeLoc SymbolNamer::site(const profile::SiteRecord& s) {
-  // Frames are return addresses: resolve the call instruction (address - 1).
+uint64_t SymbolNamer::site_frame(const profile::SiteRecord& s) {
   for (uint32_t i = 0; i < s.depth && i < uint32_t(profile::kSiteFrames); ++i) {
     if (!s.frames[i]) continue;
     if (is_plumbing(sym_->module_of(s.frames[i] - 1))) continue;
-    return to_loc(sym_->resolve(s.frames[i] - 1).front());
+    return s.frames[i];
   }
-  if (s.depth && s.frames[0]) return to_loc(sym_->resolve(s.frames[0] - 1).front());
+  return s.depth ? s.frames[0] : 0;
+}
+
+report::CodeLoc SymbolNamer::site(const profile::SiteRecord& s) {
+  // Frames are return addresses: resolve the call instruction (address - 1).
+  const uint64_t ret = site_frame(s);
+  if (ret) return to_loc(sym_->resolve(ret - 1).front());
   return {"??", "", 0};
 }
 

@@ -18,6 +18,9 @@ class SymbolNamer : public report::Namer {
   std::vector<report::CodeLoc> chain(uint64_t ip) override;
   std::optional<report::DataName> global(uint64_t addr) override;
   report::CodeLoc site(const profile::SiteRecord& s) override;
+  // The return address in the program of the allocation call `s` records: its innermost frame
+  // outside the allocator's plumbing (libc, libstdc++, the runtime); 0 if none.
+  uint64_t site_frame(const profile::SiteRecord& s);
   const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:

@@ -21,6 +21,8 @@
 #include "cli/common.h"
 #include "cli/elf_info.h"
 #include "cli/namer.h"
+#include "cli/type_oracle.h"
+#include "analysis/data_types.h"
 #include "cli/output.h"
 #include "cli/pmu_status.h"
 #include "cli/progress_line.h"
@@ -510,11 +512,12 @@ int report(const ReportConfig& c, profile::Profile& p, const std::string& name,
   if (p.meta.mode == uint32_t(profile::Mode::Exact)) a.unseen = analysis::unseen_work(p, module_kinds(p));
   SymbolNamer names(p);
   for (const auto& w : names.warnings()) a.notes.push_back(w);
+  DwarfTypes types(p, names);
+  analysis::name_finding_types(a, p, types);
   std::ostringstream text;
   report::Options o;
   o.format = c.format;
   if (c.view) {
-    analysis::NoTypes types;
     report::write_view(text, *c.view, {p, a, names, types, o}, c.format);
   } else {
     report::write_report(text, p, a, names, o);

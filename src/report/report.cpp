@@ -210,6 +210,8 @@ void write_json(std::ostream& out, const profile::Profile& p, const analysis::An
     }
     w.end_object();
     json_finding_mrc(w, p, f);
+    if (!f.data_type.empty()) w.field("type", f.data_type);
+    if (!f.data_field.empty()) w.field("field", f.data_field);
     json_predicted_fix(w, p, pred.fixes[i]);
     w.field("suggestion", f.suggestion).end_object();
   }
@@ -348,6 +350,10 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
       // Modelled per-level counts would look more precise than they are.
       if (!exact && e.key.find("_capacity_conflict") != std::string::npos) continue;
       ev << (ev.tellp() ? "; " : "") << e.key << " " << e.text;
+    }
+    if (!f.data_type.empty()) {
+      ev << (ev.tellp() ? "; " : "") << "type " << f.data_type;
+      if (!f.data_field.empty()) ev << ", field " << f.data_field;
     }
     if (ev.tellp()) out << "   evidence: " << ev.str() << "\n";
     out << "   fix: " << f.suggestion << "\n";

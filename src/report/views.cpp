@@ -4,13 +4,17 @@
 namespace whymiss::report {
 
 // Each view file defines its accessor (one static instance).
+const View& types_view();
+const View& fields_view();
 const View& flow_view();
 const View& working_set_view();
 
 const std::vector<const View*>& views() {
   static const std::vector<const View*> all = {
-      &working_set_view(),
+      &types_view(),
+      &fields_view(),
       &flow_view(),
+      &working_set_view(),
   };
   return all;
 }
