@@ -91,15 +91,13 @@ def check_working_set(whymiss, prog, tmp):
     cap = [lv["capacity_lines"] for lv in doc["levels"]]
     if cap != [512, 4096, 32768]:
         fails.append(f"capacities {cap}")
-    big = small = None
-    for g in doc["groups"]:
-        if g["heap"] and g["alloc_site"] and os.path.basename(g["alloc_site"]["file"]) == "phases.c":
-            if big is None or g["peak"][2] > big["peak"][2]:
-                big, small = g, big
-            else:
-                small = g
+    # One group per type: the 1 MiB array of struct row, the 16 KiB buffer of struct scratch.
+    groups = {g["type"]: g for g in doc["groups"] if g["heap"]}
+    big, small = groups.get("struct row"), groups.get("struct scratch")
     if big is None or small is None:
-        return fails + ["working-set: not two groups allocated in phases.c"]
+        return fails + [f"working-set: no groups of struct row and struct scratch: {sorted(map(str, groups))}"]
+    if os.path.basename((big["alloc_site"] or {}).get("file", "")) != "phases.c":
+        fails.append(f"struct row's allocation site {big['alloc_site']}")
     l3 = [s[2] for s in big["lines"]]
     n = len(l3)
     if n < 3:
