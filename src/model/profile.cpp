@@ -201,11 +201,14 @@ int with_sections(const Profile& p, Fn fn) {
       {Section::CpuSampling, sizeof(CpuSamplingRecord), p.cpu_sampling.size(), p.cpu_sampling.data()},
       {Section::CpuSamples, sizeof(CpuSampleRecord), p.cpu_samples.size(), p.cpu_samples.data()},
       {Section::Reuse, sizeof(ReuseRecord), p.reuse.size(), p.reuse.data()},
+      {Section::SetCounts, sizeof(SetCountRecord), p.set_counts.size(), p.set_counts.data()},
+      {Section::Rcd, sizeof(RcdRecord), p.rcd.size(), p.rcd.data()},
   };
-  // The CPU-time and reuse sections (last) only when there are any: a profile without them
-  // encodes to the same bytes as before they existed.
-  const bool cpu = !p.cpu_sampling.empty() || !p.cpu_samples.empty(), reuse = !p.reuse.empty();
-  return fn(s, uint32_t(sizeof s / sizeof s[0]) - (reuse ? 0 : cpu ? 1 : 3));
+  // The sections from CpuSampling on (the later additions) only up to the last that has
+  // records: a profile without them encodes to the same bytes as before they existed.
+  uint32_t n = uint32_t(sizeof s / sizeof s[0]);
+  while (s[n - 1].kind != Section::MissSteps && s[n - 1].count == 0) --n;
+  return fn(s, n);
 }
 
 }  // namespace
@@ -310,6 +313,8 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
       case Section::CpuSampling: ok = take(data, s, &p.cpu_sampling) && s.count <= 1; break;
       case Section::CpuSamples: ok = take(data, s, &p.cpu_samples); break;
       case Section::Reuse: ok = take(data, s, &p.reuse); break;
+      case Section::SetCounts: ok = take(data, s, &p.set_counts); break;
+      case Section::Rcd: ok = take(data, s, &p.rcd); break;
       default: break;  // unknown sections of the same version are skipped
     }
     if (!ok) return bad("section " + std::to_string(i) + " has records of an unexpected size");
@@ -344,6 +349,12 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
     for (double b : r.buckets) ok = ok && std::isfinite(b) && b >= 0;
     if (!ok) return bad("a reuse-distance histogram holds impossible values");
   }
+  for (const auto& c : p.set_counts)
+    if (c.level >= levels.size() || c.set >= kMaxSetRecords)
+      return bad("a set count names a missing level or an impossible set");
+  for (const auto& r : p.rcd)
+    if (r.source > kRcdSampled || r.l1_sets == 0 || r.l1_sets > kMaxSetRecords)
+      return bad("a re-conflict-distance histogram holds impossible values");
   for (const auto& l : levels) {
     LevelGeometry g;
     g.name.assign(l.name, strnlen(l.name, sizeof l.name));

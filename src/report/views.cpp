@@ -4,10 +4,11 @@
 namespace whymiss::report {
 
 // Each view file defines its accessor (one static instance).
-// (none yet)
+const View& sets_view();
 
 const std::vector<const View*>& views() {
   static const std::vector<const View*> all = {
+      &sets_view(),
   };
   return all;
 }

@@ -97,6 +97,10 @@ struct ThreadState {
   uint64_t misses[profile::kLevels] = {};
   IpTable ips;
   StepTable steps;  // how each instruction's misses step through memory
+  // Re-conflict distances: this thread's L1 misses so far, and per L1 set (folded, g.rcd_sets)
+  // that count at its latest miss on the set (0 = none yet). nullptr when off or out of memory.
+  uint64_t rcd_misses = 0;
+  uint64_t* rcd_last = nullptr;
   // The 64 bytes around this thread's last two L1 misses, as they were just before the access
   // (for StepKind kStepPointer); copied only where the access has not happened yet.
   uint64_t missed_words[2][8] = {};
@@ -117,6 +121,8 @@ struct Global {
   size_t nlevels = 0;
   unsigned line_shift = 6;
   uint64_t l1_sets = 64;
+  bool count_sets = true;  // per-set counts and re-conflict distances (WHYMISS_SETS)
+  uint64_t rcd_sets = 64;  // l1_sets folded to profile::kMaxSetRecords
   uint32_t cores = kMaxCores;
   pid_t pid = 0;
   uint64_t start_ns = 0;
@@ -280,6 +286,10 @@ void init() {
   // per thread past it, see attach_thread) is refused with a sentence, never left to bad_alloc
   // or the OOM killer, which would take the program down with it.
   k.memory_budget = simulator_memory_budget();
+  // Per-set counts and re-conflict distances (the `sets` view); WHYMISS_SETS=0 turns them off.
+  if (const char* sc = std::getenv("WHYMISS_SETS"); sc && std::strcmp(sc, "0") == 0)
+    k.count_sets = false;
+  g.count_sets = k.count_sets;
   auto h = sim::Hierarchy::create(geo, k);
   if (!h) {
     note_runtime_disabled(h.error().c_str());
@@ -292,6 +302,7 @@ void init() {
   g.nlevels = geo.levels.size();
   while ((1u << g.line_shift) < geo.line()) ++g.line_shift;
   g.l1_sets = geo.levels[0].sets();
+  g.rcd_sets = g.l1_sets < profile::kMaxSetRecords ? g.l1_sets : profile::kMaxSetRecords;
   g.cores = k.cores;
   g.policy = uint32_t(k.policy);
   g.inclusive = k.inclusive_llc;
@@ -400,6 +411,11 @@ ThreadState* attach_thread() {
   auto* t = new (reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(mem) + a - 1) & ~(a - 1)))
       ThreadState;
   t->index = index;
+  if (g.count_sets)
+    if (void* m = private_alloc(g.rcd_sets * sizeof(uint64_t))) {
+      std::memset(m, 0, g.rcd_sets * sizeof(uint64_t));
+      t->rcd_last = static_cast<uint64_t*>(m);
+    }
   t->tid = uint32_t(syscall(SYS_gettid));
   t->core = index % g.cores;
   t->errno_loc = &errno;
@@ -576,6 +592,20 @@ void note_step(ThreadState* t, uint64_t ip, uint64_t line, uint64_t addr) {
   }
 }
 
+// Counts this L1 miss's re-conflict distance (profile::RcdRecord): the thread's L1 misses
+// between its previous miss on the same set and this one, any kind.
+void note_rcd(ThreadState* t, uint64_t ip, uint64_t line) {
+  const uint64_t ord = ++t->rcd_misses;
+  uint64_t& last = t->rcd_last[(line % g.l1_sets) % g.rcd_sets];
+  if (StepTable::Entry* e = t->steps.get(ip)) {
+    if (last)
+      e->rcd[profile::rcd_bucket(ord - last - 1)]++;
+    else
+      e->rcd_first++;
+  }
+  last = ord;
+}
+
 // Keeps the 64 bytes around `addr`, a miss in a live heap object, for points_into(). Only where
 // the access has not happened yet: then the object's page is mapped (the 64-byte block never
 // leaves it), and its bytes are what the program is about to read.
@@ -600,6 +630,7 @@ __attribute__((noinline)) void record_misses(ThreadState* t, InstructionRecord* 
       if (s) s->misses[l][int(lr.level[l])]++;
     }
     const Outcome o = lr.level[0];
+    if (t->rcd_last) note_rcd(t, ip, lr.line);
     const uint64_t piece = k == 0 ? addr : lr.line << g.line_shift;
     if (k == 0) note_step(t, ip, lr.line, addr);
     const uint64_t set_bit = uint64_t(1) << ((lr.line % g.l1_sets) & 63);  // (any set count)
@@ -895,6 +926,26 @@ void finish(int term_signal) {
   meta.dropped_records = g.merged.dropped() + g.lines.dropped() + dropped_objects() + g.merged_steps.dropped();
   auto* steps = alloc_array<profile::StepRecord>(g.merged_steps.size());
   if (steps) g.merged_steps.export_to(steps);
+  // Per-set counts and re-conflict distances (the `sets` view), when counted.
+  profile::SetCountRecord* set_recs = nullptr;
+  size_t nset_recs = 0;
+  profile::RcdRecord* rcd_recs = nullptr;
+  size_t nrcd = 0;
+  if (g.count_sets) {
+    const size_t cap = g.sim->set_count_capacity();
+    auto* sc = alloc_array<sim::SetCount>(cap);
+    set_recs = alloc_array<profile::SetCountRecord>(cap);
+    if (sc && set_recs) {
+      nset_recs = g.sim->set_counts(sc, cap);
+      for (size_t i = 0; i < nset_recs; ++i) {
+        set_recs[i].level = sc[i].level;
+        set_recs[i].set = sc[i].set;
+        for (int o = 0; o < profile::kKinds; ++o) set_recs[i].by_kind[o] = sc[i].by_outcome[o];
+      }
+    }
+    rcd_recs = alloc_array<profile::RcdRecord>(g.merged_steps.size());
+    if (rcd_recs) nrcd = g.merged_steps.export_rcd(rcd_recs, uint32_t(g.rcd_sets));
+  }
   meta.threads_seen = nthreads;
   meta.folded = nthreads > g.cores;
   profile::NoteRecord notes[1];
@@ -922,7 +973,7 @@ void finish(int term_signal) {
   };
   // Then the CPU-time samples' sections (cpu_sampler.h), after whatever the list above holds.
   constexpr size_t kBase = sizeof s / sizeof s[0];
-  profile::SectionData all[kBase + cpu::kSections + 1];
+  profile::SectionData all[kBase + cpu::kSections + 3];
   std::memcpy(all, s, sizeof s);
   uint32_t nsections = uint32_t(kBase + cpu::export_sections(all + kBase, strings));
   // And the reuse-distance histograms (reuse.h), when the tracker ran.
@@ -930,6 +981,10 @@ void finish(int term_signal) {
     if (auto* reuse_recs = alloc_array<profile::ReuseRecord>(nreuse))
       all[nsections++] = {profile::Section::Reuse, sizeof(profile::ReuseRecord),
                           reuse::export_records(reuse_recs, nreuse), reuse_recs};
+  if (nset_recs || nrcd) {
+    all[nsections++] = {profile::Section::SetCounts, sizeof(profile::SetCountRecord), nset_recs, set_recs};
+    all[nsections++] = {profile::Section::Rcd, sizeof(profile::RcdRecord), nrcd, rcd_recs};
+  }
   note_profile_written(profile::write_profile_sections(g.output, all, nsections));
   g.written.store(true, std::memory_order_release);
 }
