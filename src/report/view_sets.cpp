@@ -78,8 +78,11 @@ class SetsViewImpl final : public View {
                                                    : ": from the sampled misses")
         << ")\n";
     if (!v.has_set_counts() && v.instructions.empty()) {
-      out << "\nThis profile has no per-set counts: it was recorded by an older build, or with "
-             "WHYMISS_SETS=0.\n";
+      out << (p.meta.mode == uint32_t(profile::Mode::Exact)
+                  ? "\nThis profile has no per-set counts: it was recorded by an older build, or "
+                    "with WHYMISS_SETS=0.\n"
+                  : "\nThis profile has no per-set numbers: they come from its full-trace windows, "
+                    "and it has none.\n");
       return;
     }
     for (const auto& lv : v.levels) {
