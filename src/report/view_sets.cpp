@@ -75,14 +75,16 @@ class SetsViewImpl final : public View {
     out << "Cache sets (" << mode_name(p.meta.mode) << " mode; per-set numbers " << v.source
         << (v.source == std::string("counted") ? ": every access simulated"
             : v.source == std::string("estimated") ? ": replayed from the trace windows"
-                                                   : ": from the sampled misses")
+                                                   : ": from the sampled misses, when there are")
         << ")\n";
     if (!v.has_set_counts() && v.instructions.empty()) {
       out << (p.meta.mode == uint32_t(profile::Mode::Exact)
                   ? "\nThis profile has no per-set counts: it was recorded by an older build, or "
                     "with WHYMISS_SETS=0.\n"
-                  : "\nThis profile has no per-set numbers: they come from its full-trace windows, "
-                    "and it has none.\n");
+                  : p.meta.mode == uint32_t(profile::Mode::Soft)
+                  ? "\nThis profile has no per-set numbers: they come from its full-trace windows, "
+                    "and it has none.\n"
+                  : "\nThis profile has no per-set numbers: pmu mode does not gather them yet.\n");
       return;
     }
     for (const auto& lv : v.levels) {
@@ -151,8 +153,14 @@ class SetsViewImpl final : public View {
     out << fmt("  %-28s %9s %6s %-7s %-11s %s\n", "where", "distances", "cf", "median", "CCProf",
                "whymiss: L1 kinds");
     for (const auto& ri : v.instructions) {
-      std::string w = where(in.names.code(ri.ip));
-      if (w.size() > 28) w = "..." + w.substr(w.size() - 25);
+      // "function  file:line" in 28 columns: the function is shortened first, the place kept.
+      const CodeLoc c = in.names.code(ri.ip);
+      std::string place = c.file.empty() ? "" : basename(c.file) + ":" + std::to_string(c.line);
+      std::string fn = c.function;
+      const size_t room = place.size() + 2 < 28 ? 28 - place.size() - 2 : 0;
+      if (fn.size() > room) fn = room > 3 ? fn.substr(0, room - 3) + "..." : "";
+      std::string w = place.empty() ? c.function.substr(0, 28) : fn + "  " + place;
+      if (w.size() > 28) w = w.substr(w.size() - 28);
       // The two biggest kinds (JSON has them all), to stay within 100 columns.
       int top[2] = {0, 0};
       for (int k = 1; k < profile::kKinds; ++k)
