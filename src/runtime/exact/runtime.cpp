@@ -567,9 +567,11 @@ bool points_into(const ThreadState* t, uint64_t addr) {
 }
 
 // Counts the step of this miss of `ip` from the thread's previous miss there (StepRecord).
-void note_step(ThreadState* t, uint64_t ip, uint64_t line, uint64_t addr) {
+// Returns the instruction's entry (nullptr when memory ran out), for note_rcd.
+StepTable::Entry* note_step(ThreadState* t, uint64_t ip, uint64_t line, uint64_t addr) {
   const bool live = !t_relay_thread;  // the access has not happened yet: its line is readable
-  if (StepTable::Entry* e = t->steps.get(ip)) {
+  StepTable::Entry* e = t->steps.get(ip);
+  if (e) {
     if (e->last_line != 0) {
       const int64_t d = int64_t(line - e->last_line);
       int kind;
@@ -590,14 +592,17 @@ void note_step(ThreadState* t, uint64_t ip, uint64_t line, uint64_t addr) {
     }
     e->last_line = line;
   }
+  return e;
 }
 
 // Counts this L1 miss's re-conflict distance (profile::RcdRecord): the thread's L1 misses
 // between its previous miss on the same set and this one, any kind.
-void note_rcd(ThreadState* t, uint64_t ip, uint64_t line) {
+// `e` is ip's entry when the caller has it (nullptr: looked up here).
+void note_rcd(ThreadState* t, uint64_t ip, uint64_t line, StepTable::Entry* e) {
   const uint64_t ord = ++t->rcd_misses;
   uint64_t& last = t->rcd_last[(line % g.l1_sets) % g.rcd_sets];
-  if (StepTable::Entry* e = t->steps.get(ip)) {
+  if (!e) e = t->steps.get(ip);
+  if (e) {
     if (last)
       e->rcd[profile::rcd_bucket(ord - last - 1)]++;
     else
@@ -630,9 +635,9 @@ __attribute__((noinline)) void record_misses(ThreadState* t, InstructionRecord* 
       if (s) s->misses[l][int(lr.level[l])]++;
     }
     const Outcome o = lr.level[0];
-    if (t->rcd_last) note_rcd(t, ip, lr.line);
     const uint64_t piece = k == 0 ? addr : lr.line << g.line_shift;
-    if (k == 0) note_step(t, ip, lr.line, addr);
+    StepTable::Entry* e = k == 0 ? note_step(t, ip, lr.line, addr) : nullptr;
+    if (t->rcd_last) note_rcd(t, ip, lr.line, e);
     const uint64_t set_bit = uint64_t(1) << ((lr.line % g.l1_sets) & 63);  // (any set count)
     if (s) s->l1_set_mask |= set_bit;
     if (o == Outcome::Compulsory) continue;
