@@ -85,6 +85,8 @@ double run_once(const Case& c, int locks, double* l1_hit_ratio) {
   sim::Knobs k;
   k.concurrent = locks > 0;
   k.one_thread_per_core = locks == 1;
+  // WHYMISS_SETS=0: without the per-set counts (to measure what they cost).
+  if (const char* sc = std::getenv("WHYMISS_SETS"); sc && std::string(sc) == "0") k.count_sets = false;
   auto h = std::move(sim::Hierarchy::create(zen5(), k).value());
   sim::AccessResult r;
   uint64_t reported = 0;  // keeps the results live

@@ -207,7 +207,14 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
     int64_t last_delta = 0;
   };
   std::map<uint64_t, StepRecord> steps;
+  // The `sets` view's numbers, estimated from the replay: per (level, set) accesses by outcome,
+  // and per instruction the re-conflict distances of its L1 misses (per thread, within an epoch:
+  // a distance that would span windows is not seen).
+  std::map<std::pair<uint32_t, uint32_t>, SetCountRecord> set_counts;
+  std::map<uint64_t, RcdRecord> rcd;
+  const uint64_t rcd_sets = std::min<uint64_t>(l1_sets, kMaxSetRecords);
   for (const auto& wins : groups.groups) {
+    std::map<uint32_t, std::pair<uint64_t, std::unordered_map<uint64_t, uint64_t>>> rcd_state;
     std::map<std::pair<uint64_t, uint32_t>, StepState> step_state;
     // Round-robin interleaving of the group's windows (one access of each in turn).
     std::vector<uint32_t> order;
@@ -306,9 +313,27 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
           for (size_t l = 0; l < nl && l < lr.levels_reached; ++l) {
             const int kd = int(lr.level[l]);
             by_kind[l][kd][write] += 1;
+            const uint64_t sets = p.geometry.levels[l].sets();
+            const uint32_t set = uint32_t((addr / line) % sets % kMaxSetRecords);
+            SetCountRecord& sc = set_counts[{uint32_t(l), set}];
+            sc.level = uint32_t(l);
+            sc.set = set;
+            sc.by_kind[kd]++;
             if (kd != kHit) x.miss[l][kd]++;
           }
           const int k1 = lr.levels_reached ? int(lr.level[0]) : kHit;
+          if (k1 != kHit) {  // its re-conflict distance (profile::RcdRecord)
+            auto& [count, last] = rcd_state[thread];
+            RcdRecord& rr = rcd[a.ip];
+            rr.ip = a.ip;
+            rr.source = kRcdEstimated;
+            rr.l1_sets = uint32_t(rcd_sets);
+            uint64_t& prev = last[(addr / line) % l1_sets % rcd_sets];
+            ++count;
+            if (prev) rr.buckets[rcd_bucket(count - prev - 1)]++;
+            else rr.first++;
+            prev = count;
+          }
           if (k1 != kHit && j == 0) {
             StepState& ss = step_state[{a.ip, thread}];
             const uint64_t ln = a.addr / line;
@@ -356,6 +381,10 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
   // Records, as exact mode writes them (in traced accesses).
   p.steps.clear();
   for (auto& [ip, st] : steps) p.steps.push_back(st);
+  p.set_counts.clear();
+  for (auto& [key, sc] : set_counts) p.set_counts.push_back(sc);
+  p.rcd.clear();
+  for (auto& [ip, rr] : rcd) p.rcd.push_back(rr);
   p.instructions.clear();
   p.lines.clear();
   p.counters.assign(nl, CounterRecord{});

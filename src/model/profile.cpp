@@ -203,13 +203,15 @@ int with_sections(const Profile& p, Fn fn) {
       {Section::Reuse, sizeof(ReuseRecord), p.reuse.size(), p.reuse.data()},
       {Section::AccessLog, sizeof(AccessLogRecord), p.access_log_info.size(), p.access_log_info.data()},
       {Section::AccessLogEntries, sizeof(uint64_t), p.access_log.size(), p.access_log.data()},
+      {Section::SetCounts, sizeof(SetCountRecord), p.set_counts.size(), p.set_counts.data()},
+      {Section::Rcd, sizeof(RcdRecord), p.rcd.size(), p.rcd.data()},
   };
-  // The CPU-time, reuse and access-log sections (last) only when there are any: a profile
-  // without them encodes to the same bytes as before they existed.
-  const bool cpu = !p.cpu_sampling.empty() || !p.cpu_samples.empty(), reuse = !p.reuse.empty();
-  const bool log = !p.access_log_info.empty();
-  std::vector<SectionData> all(s, s + (sizeof s / sizeof s[0]) - (log ? 0 : reuse ? 2 : cpu ? 3 : 5));
-  // Flow and working-set sections likewise only when there are any.
+  // The sections from CpuSampling on (the later additions) only up to the last that has
+  // records, and the flow and working-set sections only when there are any: a profile without
+  // them encodes to the same bytes as before they existed.
+  uint32_t n = uint32_t(sizeof s / sizeof s[0]);
+  while (s[n - 1].kind != Section::MissSteps && s[n - 1].count == 0) --n;
+  std::vector<SectionData> all(s, s + n);
   if (!p.flow_info.empty() || !p.flows.empty()) {
     all.push_back({Section::FlowInfo, sizeof(FlowInfoRecord), p.flow_info.size(), p.flow_info.data()});
     all.push_back({Section::Flows, sizeof(FlowRecord), p.flows.size(), p.flows.data()});
@@ -330,6 +332,8 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
       case Section::Flows: ok = take(data, s, &p.flows); break;
       case Section::WorkingSetInfo: ok = take(data, s, &p.working_set_info) && s.count <= 1; break;
       case Section::WorkingSet: ok = take(data, s, &p.working_set); break;
+      case Section::SetCounts: ok = take(data, s, &p.set_counts); break;
+      case Section::Rcd: ok = take(data, s, &p.rcd); break;
       default: break;  // unknown sections of the same version are skipped
     }
     if (!ok) return bad("section " + std::to_string(i) + " has records of an unexpected size");
@@ -369,6 +373,12 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
     for (double b : r.buckets) ok = ok && std::isfinite(b) && b >= 0;
     if (!ok) return bad("a reuse-distance histogram holds impossible values");
   }
+  for (const auto& c : p.set_counts)
+    if (c.level >= levels.size() || c.set >= kMaxSetRecords)
+      return bad("a set count names a missing level or an impossible set");
+  for (const auto& r : p.rcd)
+    if (r.source > kRcdSampled || r.l1_sets == 0 || r.l1_sets > kMaxSetRecords)
+      return bad("a re-conflict-distance histogram holds impossible values");
   for (const auto& l : levels) {
     LevelGeometry g;
     g.name.assign(l.name, strnlen(l.name, sizeof l.name));

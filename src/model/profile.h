@@ -78,6 +78,10 @@ enum class Section : uint32_t {
   // time (WorkingSetInfoRecord, WorkingSetRecord), for `report --view flow|working-set`.
   // Readers of older builds skip them.
   FlowInfo, Flows, WorkingSetInfo, WorkingSet,
+  // Accesses and outcomes per cache set of every level (SetCountRecord) and each instruction's
+  // re-conflict distances at L1 (RcdRecord), for the `sets` view. Readers of older builds skip
+  // them.
+  SetCounts, Rcd,
 };
 
 struct FileHeader {
@@ -220,6 +224,39 @@ struct ReuseRecord {
   double buckets[kReuseBuckets];
 };
 static_assert(sizeof(ReuseRecord) == 40 + 8 * kReuseBuckets);
+
+// One set of one level: its accesses by outcome (hit, then the miss kinds), summed over cores.
+// A level with more than kMaxSetRecords sets is folded: `set` is the index modulo that (the
+// analysis says so when the level's geometry has more sets).
+inline constexpr uint64_t kMaxSetRecords = 65536;
+struct SetCountRecord {
+  uint32_t level;
+  uint32_t set;
+  uint64_t by_kind[kKinds];  // [0] hits, then misses by kind (sim::Outcome order)
+};
+static_assert(sizeof(SetCountRecord) == 56);
+
+// Re-conflict distances (CCProf, CGO'18 §3.2): for each L1 miss of the instruction, how many L1
+// misses the same thread took between the previous miss on the same L1 set and this one. Every
+// miss kind counts (CCProf's RCD does not tell them apart). A thread's first miss on a set has no
+// distance: it is counted in `first`. Bucket 0 holds distance 0, bucket b >= 1 distances in
+// [2^(b-1), 2^b); the last bucket is open.
+inline constexpr int kRcdBuckets = 24;
+inline int rcd_bucket(uint64_t d) {
+  if (d == 0) return 0;
+  const int b = 64 - __builtin_clzll(d);  // d in [2^(b-1), 2^b)
+  return b < kRcdBuckets ? b : kRcdBuckets - 1;
+}
+inline uint64_t rcd_bucket_low(int b) { return b == 0 ? 0 : uint64_t(1) << (b - 1); }
+inline constexpr uint32_t kRcdCounted = 0, kRcdEstimated = 1, kRcdSampled = 2;
+struct RcdRecord {
+  uint64_t ip;
+  uint32_t source;   // kRcd*: every miss simulated (exact), replayed trace windows, sampled misses
+  uint32_t l1_sets;  // the L1 set count the distances were taken with (folded, <= kMaxSetRecords)
+  uint64_t first;    // misses that were their thread's first on the set
+  uint64_t buckets[kRcdBuckets];
+};
+static_assert(sizeof(RcdRecord) == 24 + 8 * kRcdBuckets);
 
 // A cache line that suffered coherence misses, with the evidence for true vs false sharing.
 struct LineRecord {
@@ -486,6 +523,8 @@ struct Profile {
   std::vector<TraceAccessRecord> trace_accesses;
   std::vector<StepRecord> steps;
   std::vector<ReuseRecord> reuse;
+  std::vector<SetCountRecord> set_counts;
+  std::vector<RcdRecord> rcd;
   // Exact mode's CPU-time samples (empty in older profiles and other modes).
   std::vector<CpuSamplingRecord> cpu_sampling;  // zero or one
   std::vector<CpuSampleRecord> cpu_samples;

@@ -8,6 +8,7 @@ const View& types_view();
 const View& fields_view();
 const View& flow_view();
 const View& working_set_view();
+const View& sets_view();
 
 const std::vector<const View*>& views() {
   static const std::vector<const View*> all = {
@@ -15,6 +16,7 @@ const std::vector<const View*>& views() {
       &fields_view(),
       &flow_view(),
       &working_set_view(),
+      &sets_view(),
   };
   return all;
 }

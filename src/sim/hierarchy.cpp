@@ -85,7 +85,25 @@ struct CoreState {
   // (by a snoop or an inclusion eviction): users check *memo.tag == memo.line.
   HitMemo memo;
   size_t memo_idx = 0;
+  // Set counting (Knobs::count_sets): the memo's hits are credited to the L1 set of its line
+  // when the memo moves to another line: memo_hits_base is the memo's hit total at its last
+  // move, memo_set_hits the credits per L1 set (folded). Only the core's feeder writes them.
+  std::vector<uint64_t> memo_set_hits;
+  uint64_t memo_hits_base = 0;
+  uint64_t l1_set_mask = 0, l1_sets = 0;  // for the credit's set index (mask 0: not a power of 2)
+  uint64_t memo_pending() const {
+    return memo.hits[0].load(std::memory_order_relaxed) +
+           memo.hits[1].load(std::memory_order_relaxed) - memo_hits_base;
+  }
+  size_t memo_set(uint64_t line) const {
+    return size_t((l1_set_mask ? line & l1_set_mask : line % l1_sets) % kMaxCountedSets);
+  }
   void set_memo(uint64_t line, size_t idx) {
+    if (!memo_set_hits.empty() && memo.line != HitMemo::kNoLine) {
+      const uint64_t pending = memo_pending();
+      memo_set_hits[memo_set(memo.line)] += pending;
+      memo_hits_base += pending;
+    }
     memo.line = line;
     memo.base = line << memo.line_shift;
     memo_idx = idx;
@@ -123,6 +141,12 @@ struct Hierarchy::Impl {
   std::unique_ptr<Cache> shared;
   std::unique_ptr<FaLru> shared_shadow;
   SpinLock shared_shadow_lock;
+  // Knobs::count_sets: per level, [folded set][Outcome] counts (empty when off).
+  struct SetIndex {
+    uint64_t mask = 0, sets = 1;  // line & mask when the set count is a power of two, else % sets
+  };
+  std::array<SetIndex, kMaxLevels> set_index{};
+  std::array<std::vector<uint64_t>, kMaxLevels> set_rows;
 
   ~Impl() {
     if (cores)  // (absent when create ran out of memory before making it)
@@ -165,6 +189,12 @@ struct Hierarchy::Impl {
         c->victims_at.assign(sets, 0);
       }
     }
+    if (knobs.count_sets) {
+      const uint64_t sets = geo.levels[0].sets();
+      c->l1_sets = sets;
+      c->l1_set_mask = (sets & (sets - 1)) == 0 ? sets - 1 : 0;
+      c->memo_set_hits.assign(std::min(sets, kMaxCountedSets), 0);
+    }
     c->memo.line_shift = line_shift;
     c->memo.line_bytes = uint32_t(1) << line_shift;
     c->memo.granule_shift = granule_shift;
@@ -181,8 +211,15 @@ struct Hierarchy::Impl {
     return sim::granule_mask(addr, len, line_shift, granule_shift);
   }
 
-  void count(Shard& sh, size_t level, Outcome o, bool w) {
+  void count(Shard& sh, size_t level, Outcome o, bool w, uint64_t line) {
     sh.counters.level[level].by_outcome[int(o)][w]++;
+    // A shard owns the same sets in every level (and folding keeps them apart: the shard count
+    // divides kMaxCountedSets), so the shard lock covers these too.
+    if (!set_rows[level].empty()) {
+      const SetIndex& si = set_index[level];
+      const uint64_t set = (si.mask ? line & si.mask : line % si.sets) % kMaxCountedSets;
+      set_rows[level][set * kNumOutcomes + int(o)]++;
+    }
   }
 
   // Sets the MESI state of `line` in every private level of `c` that holds it.
@@ -362,7 +399,7 @@ struct Hierarchy::Impl {
       shared->touch(size_t(j));
       r.level[s] = Outcome::Hit;
       r.levels_reached = uint8_t(s + 1);
-      count(sh, s, Outcome::Hit, w);
+      count(sh, s, Outcome::Hit, w, line);
       return;
     }
     Outcome o = sh.shared_seen.insert(line >> shard_bits) ? Outcome::Compulsory
@@ -370,7 +407,7 @@ struct Hierarchy::Impl {
                                             : Outcome::Capacity;
     r.level[s] = o;
     r.levels_reached = uint8_t(s + 2);
-    count(sh, s, o, w);
+    count(sh, s, o, w, line);
     size_t i = shared->fill_slot(shared->set_of(line));
     if (shared->tag(i) != kNone) evict_shared(sh, i);
     shared->set_tag(i, line);
@@ -448,7 +485,7 @@ struct Hierarchy::Impl {
       if (!w || e.state == Mesi::M) {
         e.mask |= gm;
         e.dirty |= w;
-        count(sh, 0, Outcome::Hit, w);
+        count(sh, 0, Outcome::Hit, w, line);
         r.level[0] = Outcome::Hit;
         r.levels_reached = 1;
         return;
@@ -464,7 +501,7 @@ struct Hierarchy::Impl {
       if (hit_idx >= 0) {
         hit_level = l;
         r.level[l] = Outcome::Hit;
-        count(sh, l, Outcome::Hit, w);
+        count(sh, l, Outcome::Hit, w, line);
         break;
       }
       if (l == 0) {
@@ -484,7 +521,7 @@ struct Hierarchy::Impl {
       }
       Outcome o = classify_private(cid, sh, l, line, gm, first, shadow_hit, r);
       r.level[l] = o;
-      count(sh, l, o, w);
+      count(sh, l, o, w, line);
     }
 
     size_t l1_idx;
@@ -577,6 +614,13 @@ Result<std::unique_ptr<Hierarchy>> Hierarchy::create_unchecked(const CacheGeomet
   m->shard_mask = nshards - 1;
   while ((uint64_t(1) << m->shard_bits) < nshards) ++m->shard_bits;
   m->shards.reset(new Shard[nshards]);
+  if (k.count_sets)
+    for (size_t l = 0; l < n; ++l) {
+      const uint64_t sets = g.levels[l].sets();
+      m->set_index[l].sets = sets;
+      m->set_index[l].mask = (sets & (sets - 1)) == 0 ? sets - 1 : 0;
+      m->set_rows[l].assign(std::min(sets, kMaxCountedSets) * kNumOutcomes, 0);
+    }
   m->cores.reset(new std::atomic<CoreState*>[k.cores]);
   for (uint32_t i = 0; i < k.cores; ++i) m->cores[i].store(nullptr);
   m->created_ids.reset(new uint32_t[k.cores]);
@@ -791,6 +835,41 @@ Counters Hierarchy::counters() const {
     }
   }
   return total;
+}
+
+size_t Hierarchy::set_count_capacity() const {
+  size_t n = 0;
+  for (const auto& rows : impl_->set_rows) n += rows.size() / kNumOutcomes;
+  return n;
+}
+
+size_t Hierarchy::set_counts(SetCount* out, size_t max) const {
+  const Impl& m = *impl_;
+  const uint32_t ncores = m.created.load(std::memory_order_acquire);
+  size_t n = 0;
+  for (size_t l = 0; l < m.geo.levels.size() && l < kMaxLevels; ++l) {
+    const auto& rows = m.set_rows[l];
+    for (size_t s = 0; s < rows.size() / kNumOutcomes; ++s) {
+      SetCount c;
+      c.level = uint32_t(l);
+      c.set = uint32_t(s);
+      uint64_t any = 0;
+      for (int o = 0; o < kNumOutcomes; ++o) any += c.by_outcome[o] = rows[s * kNumOutcomes + o];
+      if (l == 0)
+        for (uint32_t q = 0; q < ncores; ++q) {
+          const CoreState& cs = *m.cores[m.created_ids[q]].load(std::memory_order_acquire);
+          if (cs.memo_set_hits.empty()) continue;
+          uint64_t h = cs.memo_set_hits[s];
+          if (cs.memo.line != HitMemo::kNoLine && cs.memo_set(cs.memo.line) == s) h += cs.memo_pending();
+          c.by_outcome[int(Outcome::Hit)] += h;
+          any += h;
+        }
+      if (!any) continue;
+      if (n == max) return n;
+      out[n++] = c;
+    }
+  }
+  return n;
 }
 
 const CacheGeometry& Hierarchy::geometry() const { return impl_->geo; }

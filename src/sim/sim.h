@@ -60,6 +60,9 @@ struct Knobs {
   // level and first core exceed it, add_core() a core that would take the total past it: one
   // sentence instead of an allocation failure or the OOM killer (a 1 GiB L1 costs ~1 GiB a core).
   uint64_t memory_budget = 0;
+  // Count accesses and outcomes per set of every level (Hierarchy::set_counts, for the `sets`
+  // view): one increment per level an access reaches, off the memo's hit path.
+  bool count_sets = true;
 };
 
 enum class Mesi : uint8_t { I = 0, S, E, M };
@@ -184,6 +187,15 @@ struct Counters {
   Counters& operator+=(const Counters& o);
 };
 
+// Accesses and outcomes of one set of one level, summed over cores (set_counts()). Levels with
+// more than kMaxCountedSets sets are folded: `set` is the set index modulo kMaxCountedSets.
+struct SetCount {
+  uint32_t level = 0;
+  uint32_t set = 0;
+  uint64_t by_outcome[kNumOutcomes] = {};  // [Outcome]: hits and misses by kind
+};
+inline constexpr uint64_t kMaxCountedSets = 65536;
+
 class Hierarchy {
  public:
   // Largest level it will model: its tags and fully-associative shadow cost ~56 bytes a line.
@@ -263,6 +275,12 @@ class Hierarchy {
   static uint64_t walk_step(const LevelGeometry& lg, uint64_t max_lines);
 
   Counters counters() const;  // sum over shards; consistent when no access is in flight
+  // The per-set counts of every level (Knobs::count_sets), sets with no access left out, level
+  // by level, set by set; at most `max` into `out`, returns how many. Hits the memo took are
+  // credited to the set of the line they were taken on. Consistent when no access is in flight
+  // (the caller serialises). Allocates nothing.
+  size_t set_counts(SetCount* out, size_t max) const;
+  size_t set_count_capacity() const;  // an upper bound of what set_counts() returns
   const CacheGeometry& geometry() const;
   const Knobs& knobs() const;
   size_t shards() const;

@@ -5,6 +5,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/estimate.h"
+#include "analysis/sets.h"
 #include "model/profile.h"
 #include "expect_findings.h"
 #include "sampled_workloads.h"
@@ -55,6 +56,33 @@ TEST(EstimateTrace, LinesAWindowTouchesFirstAreNotCompulsory) {
   uint64_t seen = 0;
   for (int k = 0; k < profile::kKinds; ++k) seen += p.counters[0].by_kind[k][0] + p.counters[0].by_kind[k][1];
   EXPECT_EQ(seen, p.trace_accesses.size());
+}
+
+// The `sets` view's numbers from the replay: the column walk's L1 misses concentrate on few
+// sets with short re-conflict distances (CCProf: conflict); its padded twin's do not. The set
+// counts add up to the estimated L1 counters.
+TEST(EstimateTrace, SetCountsAndReConflictDistancesFromTheReplay) {
+  for (bool padded : {false, true}) {
+    profile::Profile p;
+    Analysis a = traced(testing::conflict_app(padded), {}, &p);
+    uint64_t l1_sum = 0, l1_total = 0;
+    for (const auto& sc : p.set_counts)
+      if (sc.level == 0)
+        for (uint64_t n : sc.by_kind) l1_sum += n;
+    for (int k = 0; k < profile::kKinds; ++k) l1_total += p.counters[0].by_kind[k][0] + p.counters[0].by_kind[k][1];
+    EXPECT_EQ(l1_sum, l1_total) << "padded " << padded;
+    const SetsView v = analyze_sets(p, a);
+    EXPECT_EQ(v.source, "estimated");
+    for (const auto& r : p.rcd) EXPECT_EQ(r.source, profile::kRcdEstimated);
+    if (padded) {  // the padded walk's window may miss nowhere after its first pass
+      for (const auto& ri : v.instructions) EXPECT_FALSE(ri.rcd.conflict()) << "cf " << ri.rcd.cf();
+      continue;
+    }
+    ASSERT_FALSE(v.instructions.empty());
+    EXPECT_TRUE(v.instructions[0].rcd.conflict()) << "cf " << v.instructions[0].rcd.cf();
+    ASSERT_FALSE(v.levels.empty());
+    EXPECT_FALSE(v.levels[0].hot.empty());
+  }
 }
 
 TEST(EstimateTrace, SweepLongerThanAWindowIsCapacityFromTheSamplesSpan) {

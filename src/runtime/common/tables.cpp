@@ -130,12 +130,31 @@ void StepTable::merge_from(const StepTable& o) noexcept {
     for (int k = 0; k < profile::kStepKinds; ++k) d->rec.steps[k] += s.steps[k];
     d->rec.pointer_checked += s.pointer_checked;
     if (s.stride) d->rec.stride = s.stride;
+    d->rcd_first += o.recs_[i].rcd_first;
+    for (int k = 0; k < profile::kRcdBuckets; ++k) d->rcd[k] += o.recs_[i].rcd[k];
   }
   dropped_ += o.dropped_;
 }
 
 void StepTable::export_to(profile::StepRecord* out) const noexcept {
   for (uint32_t i = 0; i < n_; ++i) out[i] = recs_[i].rec;
+}
+
+size_t StepTable::export_rcd(profile::RcdRecord* out, uint32_t l1_sets) const noexcept {
+  size_t n = 0;
+  for (uint32_t i = 0; i < n_; ++i) {
+    const Entry& e = recs_[i];
+    uint64_t any = e.rcd_first;
+    for (uint64_t b : e.rcd) any |= b;
+    if (!any) continue;
+    profile::RcdRecord& r = out[n++];
+    r.ip = e.rec.ip;
+    r.source = profile::kRcdCounted;
+    r.l1_sets = l1_sets;
+    r.first = e.rcd_first;
+    for (int k = 0; k < profile::kRcdBuckets; ++k) r.buckets[k] = e.rcd[k];
+  }
+  return n;
 }
 
 void StepTable::release() noexcept {

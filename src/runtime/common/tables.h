@@ -77,6 +77,9 @@ class StepTable {
     profile::StepRecord rec;
     uint64_t last_line;  // this instruction's previous miss in the owning thread; 0 = none yet
     int64_t last_delta;  // its step, in lines
+    // Re-conflict distances of this instruction's L1 misses (profile::RcdRecord's counts).
+    uint64_t rcd_first;
+    uint64_t rcd[profile::kRcdBuckets];
   };
   // The entry for `ip`, created zeroed on first use; nullptr when memory ran out.
   Entry* get(uint64_t ip) noexcept;
@@ -85,6 +88,9 @@ class StepTable {
   size_t size() const noexcept { return n_; }
   // Copies the records into out (room for size()).
   void export_to(profile::StepRecord* out) const noexcept;
+  // The instructions with re-conflict distances, as RcdRecords (source kRcdCounted, l1_sets
+  // as given) into out (room for size()); returns how many.
+  size_t export_rcd(profile::RcdRecord* out, uint32_t l1_sets) const noexcept;
   uint64_t dropped() const noexcept { return dropped_; }
   void release() noexcept;
 

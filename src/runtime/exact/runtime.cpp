@@ -99,6 +99,10 @@ struct ThreadState {
   uint64_t misses[profile::kLevels] = {};
   IpTable ips;
   StepTable steps;  // how each instruction's misses step through memory
+  // Re-conflict distances: this thread's L1 misses so far, and per L1 set (folded, g.rcd_sets)
+  // that count at its latest miss on the set (0 = none yet). nullptr when off or out of memory.
+  uint64_t rcd_misses = 0;
+  uint64_t* rcd_last = nullptr;
   // The 64 bytes around this thread's last two L1 misses, as they were just before the access
   // (for StepKind kStepPointer); copied only where the access has not happened yet.
   uint64_t missed_words[2][8] = {};
@@ -119,6 +123,8 @@ struct Global {
   size_t nlevels = 0;
   unsigned line_shift = 6;
   uint64_t l1_sets = 64;
+  bool count_sets = true;  // per-set counts and re-conflict distances (WHYMISS_SETS)
+  uint64_t rcd_sets = 64;  // l1_sets folded to profile::kMaxSetRecords
   uint32_t cores = kMaxCores;
   pid_t pid = 0;
   uint64_t start_ns = 0;
@@ -282,6 +288,10 @@ void init() {
   // per thread past it, see attach_thread) is refused with a sentence, never left to bad_alloc
   // or the OOM killer, which would take the program down with it.
   k.memory_budget = simulator_memory_budget();
+  // Per-set counts and re-conflict distances (the `sets` view); WHYMISS_SETS=0 turns them off.
+  if (const char* sc = std::getenv("WHYMISS_SETS"); sc && std::strcmp(sc, "0") == 0)
+    k.count_sets = false;
+  g.count_sets = k.count_sets;
   auto h = sim::Hierarchy::create(geo, k);
   if (!h) {
     note_runtime_disabled(h.error().c_str());
@@ -294,6 +304,7 @@ void init() {
   g.nlevels = geo.levels.size();
   while ((1u << g.line_shift) < geo.line()) ++g.line_shift;
   g.l1_sets = geo.levels[0].sets();
+  g.rcd_sets = g.l1_sets < profile::kMaxSetRecords ? g.l1_sets : profile::kMaxSetRecords;
   g.cores = k.cores;
   g.policy = uint32_t(k.policy);
   g.inclusive = k.inclusive_llc;
@@ -413,6 +424,11 @@ ThreadState* attach_thread() {
   auto* t = new (reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(mem) + a - 1) & ~(a - 1)))
       ThreadState;
   t->index = index;
+  if (g.count_sets)
+    if (void* m = private_alloc(g.rcd_sets * sizeof(uint64_t))) {
+      std::memset(m, 0, g.rcd_sets * sizeof(uint64_t));
+      t->rcd_last = static_cast<uint64_t*>(m);
+    }
   t->tid = uint32_t(syscall(SYS_gettid));
   t->core = index % g.cores;
   t->errno_loc = &errno;
@@ -572,9 +588,11 @@ bool points_into(const ThreadState* t, uint64_t addr) {
 }
 
 // Counts the step of this miss of `ip` from the thread's previous miss there (StepRecord).
-void note_step(ThreadState* t, uint64_t ip, uint64_t line, uint64_t addr) {
+// Returns the instruction's entry (nullptr when memory ran out), for note_rcd.
+StepTable::Entry* note_step(ThreadState* t, uint64_t ip, uint64_t line, uint64_t addr) {
   const bool live = !t_relay_thread;  // the access has not happened yet: its line is readable
-  if (StepTable::Entry* e = t->steps.get(ip)) {
+  StepTable::Entry* e = t->steps.get(ip);
+  if (e) {
     if (e->last_line != 0) {
       const int64_t d = int64_t(line - e->last_line);
       int kind;
@@ -595,6 +613,23 @@ void note_step(ThreadState* t, uint64_t ip, uint64_t line, uint64_t addr) {
     }
     e->last_line = line;
   }
+  return e;
+}
+
+// Counts this L1 miss's re-conflict distance (profile::RcdRecord): the thread's L1 misses
+// between its previous miss on the same set and this one, any kind.
+// `e` is ip's entry when the caller has it (nullptr: looked up here).
+void note_rcd(ThreadState* t, uint64_t ip, uint64_t line, StepTable::Entry* e) {
+  const uint64_t ord = ++t->rcd_misses;
+  uint64_t& last = t->rcd_last[(line % g.l1_sets) % g.rcd_sets];
+  if (!e) e = t->steps.get(ip);
+  if (e) {
+    if (last)
+      e->rcd[profile::rcd_bucket(ord - last - 1)]++;
+    else
+      e->rcd_first++;
+  }
+  last = ord;
 }
 
 // Keeps the 64 bytes around `addr`, a miss in a live heap object, for points_into(). Only where
@@ -632,7 +667,8 @@ __attribute__((noinline)) void record_misses(ThreadState* t, InstructionRecord* 
     }
     const Outcome o = lr.level[0];
     const uint64_t piece = k == 0 ? addr : lr.line << g.line_shift;
-    if (k == 0) note_step(t, ip, lr.line, addr);
+    StepTable::Entry* e = k == 0 ? note_step(t, ip, lr.line, addr) : nullptr;
+    if (t->rcd_last) note_rcd(t, ip, lr.line, e);
     const uint64_t set_bit = uint64_t(1) << ((lr.line % g.l1_sets) & 63);  // (any set count)
     if (s) s->l1_set_mask |= set_bit;
     if (o == Outcome::Compulsory) {
@@ -939,6 +975,26 @@ void finish(int term_signal) {
   meta.dropped_records = g.merged.dropped() + g.lines.dropped() + dropped_objects() + g.merged_steps.dropped();
   auto* steps = alloc_array<profile::StepRecord>(g.merged_steps.size());
   if (steps) g.merged_steps.export_to(steps);
+  // Per-set counts and re-conflict distances (the `sets` view), when counted.
+  profile::SetCountRecord* set_recs = nullptr;
+  size_t nset_recs = 0;
+  profile::RcdRecord* rcd_recs = nullptr;
+  size_t nrcd = 0;
+  if (g.count_sets) {
+    const size_t cap = g.sim->set_count_capacity();
+    auto* sc = alloc_array<sim::SetCount>(cap);
+    set_recs = alloc_array<profile::SetCountRecord>(cap);
+    if (sc && set_recs) {
+      nset_recs = g.sim->set_counts(sc, cap);
+      for (size_t i = 0; i < nset_recs; ++i) {
+        set_recs[i].level = sc[i].level;
+        set_recs[i].set = sc[i].set;
+        for (int o = 0; o < profile::kKinds; ++o) set_recs[i].by_kind[o] = sc[i].by_outcome[o];
+      }
+    }
+    rcd_recs = alloc_array<profile::RcdRecord>(g.merged_steps.size());
+    if (rcd_recs) nrcd = g.merged_steps.export_rcd(rcd_recs, uint32_t(g.rcd_sets));
+  }
   meta.threads_seen = nthreads;
   meta.folded = nthreads > g.cores;
   profile::NoteRecord notes[1];
@@ -966,7 +1022,7 @@ void finish(int term_signal) {
   };
   // Then the CPU-time samples' sections (cpu_sampler.h), after whatever the list above holds.
   constexpr size_t kBase = sizeof s / sizeof s[0];
-  profile::SectionData all[kBase + cpu::kSections + 1 + 2 + 4];
+  profile::SectionData all[kBase + cpu::kSections + 1 + 2 + 4 + 2];
   std::memcpy(all, s, sizeof s);
   uint32_t nsections = uint32_t(kBase + cpu::export_sections(all + kBase, strings));
   // And the reuse-distance histograms (reuse.h), when the tracker ran.
@@ -1001,6 +1057,10 @@ void finish(int term_signal) {
     const size_t n = recs ? flow::export_working_set(recs, cap) : 0;
     all[nsections++] = {profile::Section::WorkingSetInfo, sizeof ws_info, 1, &ws_info};
     all[nsections++] = {profile::Section::WorkingSet, sizeof(profile::WorkingSetRecord), n, recs};
+  }
+  if (nset_recs || nrcd) {
+    all[nsections++] = {profile::Section::SetCounts, sizeof(profile::SetCountRecord), nset_recs, set_recs};
+    all[nsections++] = {profile::Section::Rcd, sizeof(profile::RcdRecord), nrcd, rcd_recs};
   }
   note_profile_written(profile::write_profile_sections(g.output, all, nsections));
   g.written.store(true, std::memory_order_release);
