@@ -152,7 +152,12 @@ std::string slurp(const std::string& p) {
 // Runs the whymiss binary with stdin/stdout from/to the given files; returns its exit status.
 int spawn(const std::vector<std::string>& args, const std::string& in, const std::string& out,
           std::string* err = nullptr) {
-  std::string err_path = out + ".stderr";
+  // Standard error goes to a file of this process's own (not beside `out`, which may be
+  // /dev/null: tests running in parallel would share it).
+  static int calls = 0;
+  const std::string err_path = (fs::temp_directory_path() / ("whymiss-cli-stderr-" + std::to_string(getpid()) +
+                                                              "-" + std::to_string(++calls)))
+                                   .string();
   pid_t pid = fork();
   if (pid == 0) {
     int i = open(in.c_str(), O_RDONLY), o = open(out.c_str(), O_WRONLY),
