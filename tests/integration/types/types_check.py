@@ -103,7 +103,15 @@ def main():
     whymiss, wrapper, cc, srcdir = sys.argv[1:5]
     with tempfile.TemporaryDirectory() as tmp:
         # --- fs_field: the false-shared field ---
-        prof = profile(whymiss, wrapper, cc, os.path.join(srcdir, "fs_field.c"), tmp, ["200000"])
+        # Its two threads sometimes run one after the other under exact mode on a loaded
+        # two-vCPU machine (as the sharing workloads, below): then they share no line and the
+        # run is repeated, at most three times.
+        for attempt in range(3):
+            prof = profile(whymiss, wrapper, cc, os.path.join(srcdir, "fs_field.c"), tmp, ["200000"])
+            rep = json.loads(report(whymiss, prof, "--format", "json"))
+            if any(f["kind"] == "false_sharing" for f in rep["findings"]) or attempt == 2:
+                break
+            os.unlink(prof)
         fields = json.loads(report(whymiss, prof, "--view", "fields", "--format", "json"))
         worker = next((t for t in fields["types"] if t["name"] == "struct worker"), None)
         if check(worker is not None, f"fields: no struct worker among {[t['name'] for t in fields['types']]}"):
