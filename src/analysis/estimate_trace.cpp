@@ -32,6 +32,14 @@ using namespace profile;
 constexpr uint32_t kMaxReplayCores = 64;
 constexpr uint64_t kMinTracedAccesses = 1000;
 constexpr int kHit = 0, kTS = 4, kFS = 5;
+constexpr uint64_t kWsMaxWalkLines = 65536;  // as exact mode's walks: bigger levels by a sample of sets
+
+// L1 misses the replay counted so far (by_kind[level][kind][read/write]).
+double replayed_l1_misses(const double (&by_kind)[kLevels][kKinds][2]) {
+  double n = 0;
+  for (int kd = 1; kd < kKinds; ++kd) n += by_kind[0][kd][0] + by_kind[0][kd][1];
+  return n;
+}
 
 struct InsTally {
   uint64_t acc[2] = {};
@@ -212,6 +220,13 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
   // a distance that would span windows is not seen).
   std::map<std::pair<uint32_t, uint32_t>, SetCountRecord> set_counts;
   std::map<uint64_t, RcdRecord> rcd;
+  // Working-set samples (one per replay group), from the first traced window's start.
+  std::vector<WorkingSetRecord> ws;
+  std::unordered_map<uint32_t, const ObjectRecord*> example_of_site;  // for the view's type lookup
+  for (const ObjectRecord& o : p.objects) example_of_site.emplace(o.site, &o);
+  uint32_t ws_samples = 0;
+  uint64_t first_start = UINT64_MAX;
+  for (const TraceRecord& t : p.traces) first_start = std::min(first_start, t.start_ns);
   const uint64_t rcd_sets = std::min<uint64_t>(l1_sets, kMaxSetRecords);
   for (const auto& wins : groups.groups) {
     std::map<uint32_t, std::pair<uint64_t, std::unordered_map<uint64_t, uint64_t>>> rcd_state;
@@ -376,9 +391,55 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
         }
       }
     }
+    // The `working-set` view's estimate: what this group's replay left in the simulated caches,
+    // its own lines only (this group's tag), per level and allocation site.
+    {
+      std::unordered_map<uint64_t, uint64_t> object_at;  // tagged line -> object serial
+      uint64_t start = UINT64_MAX;
+      for (uint32_t w : wins) start = std::min(start, p.traces[w].start_ns);
+      for (uint32_t i : order) {
+        const TraceAccessRecord& a = p.trace_accesses[i];
+        if (a.object) object_at[((a.addr & ((uint64_t(1) << 47) - 1)) | tag) / line] = a.object;
+      }
+      struct Walk {
+        const std::unordered_map<uint64_t, uint64_t>* object_at;
+        const std::unordered_map<uint64_t, const ObjectRecord*>* object_of;
+        uint64_t tag;  // this group's address tag (bits 47 and up)
+        uint32_t line;
+        std::map<std::pair<uint32_t, uint32_t>, uint64_t> lines;  // (level, site) -> lines
+      } wk{&object_at, &object_of, tag >> 47, line, {}};
+      (*h)->for_each_line(
+          [](size_t level, uint32_t, uint64_t ln, void* arg) {
+            auto* w = static_cast<Walk*>(arg);
+            if ((ln * w->line) >> 47 != w->tag) return;  // another group's line
+            uint32_t site = kWsNotHeap;
+            if (auto it = w->object_at->find(ln); it != w->object_at->end())
+              if (auto o = w->object_of->find(it->second); o != w->object_of->end()) site = o->second->site;
+            w->lines[{uint32_t(level), site}]++;
+          },
+          &wk, kWsMaxWalkLines);
+      for (auto& [key, n] : wk.lines) {
+        WorkingSetRecord r{};
+        r.sample = uint32_t(ws_samples);
+        r.level = key.first;
+        r.site = key.second;
+        r.time_ns = start - first_start;
+        r.l1_misses = uint64_t(replayed_l1_misses(by_kind));
+        r.lines = n * sim::Hierarchy::walk_step(p.geometry.levels[key.first], kWsMaxWalkLines);
+        if (auto it = example_of_site.find(key.second); it != example_of_site.end())
+          r.example_serial = it->second->serial, r.example_start = it->second->start, r.example_size = it->second->size;
+        ws.push_back(r);
+      }
+      ++ws_samples;
+    }
   }
 
   // Records, as exact mode writes them (in traced accesses).
+  p.working_set = std::move(ws);
+  p.working_set_info.assign(1, WorkingSetInfoRecord{});
+  p.working_set_info[0].samples = ws_samples;
+  for (size_t l = 0; l < nl && l < size_t(kLevels); ++l)
+    p.working_set_info[0].set_step[l] = uint32_t(sim::Hierarchy::walk_step(p.geometry.levels[l], kWsMaxWalkLines));
   p.steps.clear();
   for (auto& [ip, st] : steps) p.steps.push_back(st);
   p.set_counts.clear();

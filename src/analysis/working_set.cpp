@@ -7,8 +7,10 @@ namespace whymiss::analysis {
 
 WorkingSet working_set(const profile::Profile& p, TypeOracle& types) {
   WorkingSet w;
-  if (p.meta.mode != uint32_t(profile::Mode::Exact)) {
-    w.unavailable = "working sets need the simulated caches' contents, which only exact mode has";
+  const bool exact = p.meta.mode == uint32_t(profile::Mode::Exact);
+  if (!exact && p.working_set_info.empty()) {
+    w.unavailable = "working sets need the simulated caches' contents: exact mode counts them, soft mode "
+                    "estimates them from its trace windows' replay, and this profile has neither";
     return w;
   }
   if (p.working_set_info.empty()) {
@@ -25,6 +27,8 @@ WorkingSet working_set(const profile::Profile& p, TypeOracle& types) {
     return w;
   }
   w.available = true;
+  w.replayed = !exact;
+  w.estimated = !exact;
   w.period = info.period;
   w.dropped_lines = info.dropped_lines;
   w.samples.resize(info.samples);

@@ -2,10 +2,13 @@
 // how many lines of each type (or allocation site) were resident at each cache level, at
 // intervals through the run.
 //
-// Exact mode only: counted from the simulator's tags at each sample (profile::WorkingSetRecord;
+// Exact mode: counted from the simulator's tags at each sample (profile::WorkingSetRecord;
 // private levels summed over the simulated cores; a level of more than 65,536 lines from a
-// sample of its sets, estimated). The sampling modes see no cache contents and
-// sample too sparsely to reconstruct them: they report the view unavailable rather than guess.
+// sample of its sets, estimated). Soft mode: estimated by analysis::estimate() from its trace
+// windows, one sample per replay group (an epoch's windows): the lines that replay left in the
+// simulated caches, i.e. the footprint of the traced windows, a lower bound of the working set
+// at that time (the windows hold some 10^4 accesses per thread). Pmu profiles have neither and
+// report the view unavailable rather than guess.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -44,7 +47,10 @@ struct WorkingSet {
   // Per level: 1 = counted in every set; k > 1 = counted in every k-th set and scaled by k
   // (estimated; the runtime bounds a walk's cost that way for big caches).
   std::array<uint32_t, profile::kLevels> set_step{};
-  bool estimated = false;  // some level has set_step > 1
+  bool estimated = false;  // some level has set_step > 1, or replayed
+  // Soft mode: samples are trace epochs' replays (times from the first traced window; L1
+  // misses as the replay counted them, in traced accesses).
+  bool replayed = false;
   std::vector<WsGroup> groups;  // most lines at the last level's peak first
 };
 

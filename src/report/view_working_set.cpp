@@ -26,7 +26,7 @@ class WorkingSetView : public View {
  public:
   std::string_view name() const override { return "working-set"; }
   std::string_view summary() const override {
-    return "per type, the lines resident at each cache level over time (exact mode)";
+    return "per type, the lines resident at each cache level over time (exact; soft: estimated)";
   }
 
   void text(std::ostream& out, const ViewInput& in) const override {
@@ -38,8 +38,14 @@ class WorkingSetView : public View {
     }
     const auto& levels = in.profile.geometry.levels;
     const size_t nl = std::min(levels.size(), size_t(profile::kLevels));
-    out << (w.estimated ? " (counted, big levels estimated" : " (counted") << ": the simulated caches' lines, sampled every " << thousands(w.period)
-        << " L1 misses and at the end;\nprivate levels summed over cores)\nCapacity in lines:";
+    if (w.replayed)
+      out << " (estimated from the trace windows: what each epoch's replay left in\n"
+             "the simulated caches, i.e. the windows' footprint, a lower bound of the working set at that\n"
+             "time; time from the first traced window, L1 misses in traced accesses; private levels\n"
+             "summed over cores)\nCapacity in lines:";
+    else
+      out << (w.estimated ? " (counted, big levels estimated" : " (counted") << ": the simulated caches' lines, sampled every " << thousands(w.period)
+          << " L1 misses and at the end;\nprivate levels summed over cores)\nCapacity in lines:";
     for (size_t l = 0; l < nl; ++l)
       out << (l ? ", " : " ") << printable(levels[l].name) << " " << thousands(w.capacity_lines[l])
           << (l + 1 < nl || nl == 1 ? " a core" : "")
@@ -106,7 +112,7 @@ class WorkingSetView : public View {
       w.begin_object()
           .field("name", levels[l].name)
           .field("capacity_lines", ws.capacity_lines[l])
-          .field("obtained", ws.set_step[l] > 1 ? "estimated" : "counted")
+          .field("obtained", ws.replayed || ws.set_step[l] > 1 ? "estimated" : "counted")
           .field("set_step", uint64_t(ws.set_step[l]))
           .end_object();
     w.end_array();

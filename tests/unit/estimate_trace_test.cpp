@@ -5,6 +5,8 @@
 
 #include "analysis/analysis.h"
 #include "analysis/estimate.h"
+#include "analysis/types.h"
+#include "analysis/working_set.h"
 #include "analysis/sets.h"
 #include "model/profile.h"
 #include "expect_findings.h"
@@ -136,6 +138,37 @@ TEST(EstimateTrace, OneThreadEpochsOfTheSameThreadAreNotPaired) {
   }
   EXPECT_EQ(trace_summary(p).paired_epochs, 0u);
   EXPECT_LT(trace_summary(p).overlap, 0);
+}
+
+TEST(EstimateTrace, WorkingSetIsWhatEachEpochsReplayLeftInTheCaches) {
+  // The capacity sweep's windows each read and write 3,000 (or 3,001) consecutive 8-byte
+  // elements starting 16 bytes into a line: 375 to 377 lines of the array, at every level (the
+  // window's footprint fits L1). Earlier epochs' lines, still in L2 and L3 under their own
+  // tags, are not counted again. A level walked at every k-th set is scaled (within 5 %).
+  profile::Profile p;
+  traced(testing::capacity(false), {}, &p);
+  NoTypes none;
+  const WorkingSet w = working_set(p, none);
+  ASSERT_TRUE(w.available) << w.unavailable;
+  EXPECT_TRUE(w.replayed);
+  EXPECT_TRUE(w.estimated);
+  EXPECT_EQ(w.samples.size(), 3u);  // one per epoch
+  const WsGroup* heap = nullptr;
+  for (const WsGroup& g : w.groups)
+    if (g.heap) heap = &g;
+  ASSERT_NE(heap, nullptr);
+  for (const auto& s : heap->lines)
+    for (size_t l = 0; l < p.geometry.levels.size(); ++l) {
+      if (w.set_step[l] == 1) {
+        EXPECT_GE(s[l], 375u) << "level " << l;
+        EXPECT_LE(s[l], 377u) << "level " << l;
+      } else {
+        EXPECT_NEAR(double(s[l]), 376.0, 376.0 * 0.05) << "level " << l << ", set step " << w.set_step[l];
+      }
+    }
+  // Samples in time order, from the first window.
+  EXPECT_EQ(w.samples[0].time_ns, 0u);
+  EXPECT_LT(w.samples[0].time_ns, w.samples[2].time_ns);
 }
 
 TEST(EstimateTrace, ControlHasNoFinding) { expect_none(traced(testing::control())); }
