@@ -407,6 +407,15 @@ Predictions predict(const Profile& p, const std::vector<Finding>& findings, cons
           fx.why_not = "no row stride or second object known to move";
           continue;
         }
+        // Many objects from these sites (allocated and freed in turn, say): which of them lived
+        // at the same time is not recorded, so staggering them all predicts nothing, and the
+        // replay's remap (a scan of the objects per access) would grow with their number.
+        constexpr size_t kMaxStaggered = 64;
+        if (objs.size() > kMaxStaggered) {
+          fx.why_not = std::to_string(objs.size()) + " objects from these allocation sites had conflict misses; "
+                       "which of them lived together is not recorded";
+          continue;
+        }
         const uint64_t sets = p.geometry.levels[0].sets();
         const uint64_t step = std::max<uint64_t>(1, sets / objs.size());
         for (size_t j = 0; j < objs.size(); ++j)

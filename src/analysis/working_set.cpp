@@ -31,7 +31,10 @@ WorkingSet working_set(const profile::Profile& p, TypeOracle& types) {
   w.estimated = !exact;
   w.period = info.period;
   w.dropped_lines = info.dropped_lines;
-  w.samples.resize(info.samples);
+  // As many samples as the records name (a corrupted count must not size anything).
+  uint64_t named = 0;
+  for (const auto& r : p.working_set) named = std::max<uint64_t>(named, uint64_t(r.sample) + 1);
+  w.samples.resize(std::min<uint64_t>(info.samples, named));
   const size_t nlevels = std::min(p.geometry.levels.size(), size_t(profile::kLevels));
   for (size_t l = 0; l < nlevels; ++l) {
     w.capacity_lines[l] = p.geometry.levels[l].sets() * p.geometry.levels[l].ways;

@@ -245,10 +245,14 @@ void miss(bool serialised) noexcept {
 
 void final_sample() noexcept {
   if (!g_ws_on) return;
-  LockGuard lock(g_ws_lock);
-  if (g_final_taken) return;
-  g_final_taken = true;
-  take_sample(g_samples[g_nsamples++], g_misses.load(std::memory_order_relaxed));
+  // Never wait: the caller may be a signal handler that interrupted this very thread inside a
+  // sample (holding the lock), or a thread racing a relay that did not stop.
+  if (!g_ws_lock.try_lock()) return;
+  if (!g_final_taken) {
+    g_final_taken = true;
+    take_sample(g_samples[g_nsamples++], g_misses.load(std::memory_order_relaxed));
+  }
+  g_ws_lock.unlock();
 }
 
 size_t flow_count() noexcept { return g_flow_on ? g_flow_used : 0; }

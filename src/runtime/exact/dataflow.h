@@ -48,7 +48,8 @@ void touch(HeapObject& o, uint32_t thread, bool write, bool miss) noexcept;
 // One L1 miss of the program; takes a working-set sample when one is due. `serialised`: no
 // other access reaches the simulator until this returns.
 void miss(bool serialised) noexcept;
-// The last sample (at the end of recording; the simulator is still).
+// The last sample (at the end of recording, the simulator still). Never waits: skipped when a
+// sample is in progress (the caller interrupted it).
 void final_sample() noexcept;
 
 // Records for the profile. Call once recording stopped; arrays from the caller (private heap).

@@ -869,11 +869,26 @@ void finish(int term_signal) {
   drop_hit_path();
   if (getpid() != g.pid) return;
   Inside in;
+  // No asynchronous signal interrupts the writing of the profile on this thread (a SIGTERM
+  // during exit()'s write would kill the program with the profile half-written, and the write
+  // takes a while with the access log): they stay pending and arrive when finish() returns.
+  // Synchronous ones cannot wait.
+  struct BlockAsync {
+    sigset_t old;
+    BlockAsync() {
+      sigset_t all;
+      sigfillset(&all);
+      for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGABRT, SIGSYS}) sigdelset(&all, sig);
+      pthread_sigmask(SIG_BLOCK, &all, &old);
+    }
+    ~BlockAsync() { pthread_sigmask(SIG_SETMASK, &old, nullptr); }
+  } block_async;
   // Everything already pushed is simulated before the tables are read. Bounded: the relay may be
   // stuck on a heap lock held by a thread that died mid-hook (then its last accesses are lost).
   // Not when this thread was interrupted inside its own inline (solo) access: the relay would
   // wait for that access to end, which cannot happen before we return. A stalled relay is
   // already done: nothing more is simulated, what it never simulated is counted.
+  bool relay_done = false;  // the relay stopped: nothing moves in the simulator any more
   if (g.relay_mode && !relay::on_relay_thread()) {
     ThreadState* self = t_state;
     bool done = relay::stalled();
@@ -885,6 +900,7 @@ void finish(int term_signal) {
       done = relay::stop(5000);
     }
     if (done) g.dropped_accesses.fetch_add(relay::leftover(), std::memory_order_relaxed);
+    relay_done = done;
   }
   // Let accesses in flight on other threads complete before their tables are read.
   if (g.membarrier_ok) syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
@@ -922,9 +938,12 @@ void finish(int term_signal) {
       }
     }
   }
-  // The working set at the end, while the simulator is still (lock mode: other threads may
-  // still be inside it, so no walk).
-  if (g.relay_mode || !g.concurrent.load(std::memory_order_relaxed)) flow::final_sample();
+  // The working set at the end, only while the simulator is still: the relay stopped, or one
+  // thread simulating its own accesses (lock mode: other threads may still be inside it; a relay
+  // that did not stop may still be moving lines). final_sample() skips the sample when a walk
+  // is in progress (this thread interrupted inside one, by the signal that ends the program).
+  if ((g.relay_mode && relay_done) || (!g.relay_mode && !g.concurrent.load(std::memory_order_relaxed)))
+    flow::final_sample();
   sim::Counters c = g.sim->counters();
   profile::CounterRecord counters[profile::kLevels] = {};
   profile::LevelRecord levels[profile::kLevels] = {};

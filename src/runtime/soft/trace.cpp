@@ -88,6 +88,7 @@ void stepping_add(uint32_t e, int d) {
     const bool same = uint32_t(cur >> 32) == e;
     const uint32_t n = same ? uint32_t(cur) : 0;
     if (d < 0 && (!same || n == 0)) return;  // a window of an epoch no longer counted
+    if (!same && int32_t(e - uint32_t(cur >> 32)) < 0) return;  // a newer epoch opened meanwhile
     next = uint64_t(e) << 32 | uint32_t(n + d);
   } while (!a.compare_exchange_weak(cur, next, std::memory_order_acq_rel, std::memory_order_relaxed));
 }
@@ -421,7 +422,8 @@ bool start_here(ucontext_t* uc, uint32_t thread_index, uint64_t fs_base, uint64_
   const uint32_t e = s.epoch.load(std::memory_order_acquire);
   if (e == 0 || e == t_tr.last_epoch) return false;
   const uint64_t now = now_ns();
-  if (now > s.epoch_end.load(std::memory_order_relaxed) && !stepping_in(e)) return false;
+  const uint64_t end = s.epoch_end.load(std::memory_order_relaxed);
+  if (now > end && (now > end + kHoldNs || !stepping_in(e))) return false;
   // The kernel kills a thread that single-steps with SIGTRAP blocked.
   if (sigismember(&uc->uc_sigmask, SIGTRAP) == 1) return false;
   if (in_child()) return false;
