@@ -126,12 +126,12 @@ bool reached(uint32_t id, uint64_t pos) {
 
 // The lane's next access, past any markers whose positions have been reached. False when its
 // ring is empty or it is held at a marker (lane->blocked). A hold ends when the position is
-// reached, when the relay stops (every ring is drained then, in any order), or after
-// kMaxDependencyWaitUs.
+// reached, after kMaxDependencyWaitUs, or, while the relay stops, when no lane can move on
+// otherwise (release_holds).
 bool next_access(Lane* lane, AccessRecord* r) {
   for (;;) {
     if (lane->blocked) {
-      if (!reached(lane->dep_id, lane->dep_pos) && !s.stop.load(std::memory_order_relaxed)) {
+      if (!reached(lane->dep_id, lane->dep_pos)) {
         count_wait(&lane->blocked_waited_us, &lane->blocked_since_us, kDependencyStepUs);
         if (lane->blocked_waited_us < kMaxDependencyWaitUs) return false;
       }
@@ -303,6 +303,22 @@ void settle(Lane** open, uint32_t nopen, uint32_t seen) {
   if (others_pending(open, nopen, seen, nullptr)) g_quiet.store(0, std::memory_order_relaxed);
 }
 
+// Stopping, a pass simulated nothing: every lane with records left is held at a marker whose
+// position no pass can reach any more (a cycle through a misnamed position, or a lane not yet
+// seen). Ends those holds, so that the drain finishes; returns whether there were any. Holds are
+// not simply dropped at stop(): the program's last threads often end faster than a lagging relay
+// (a loaded machine), and most of their accesses are then simulated while stopping, where an
+// order given up is a wrong answer (a consumer's reads before the writes it joined).
+bool release_holds(Lane** open, uint32_t nopen) {
+  bool any = false;
+  for (uint32_t i = 0; i < nopen; ++i) {
+    if (!open[i]->blocked) continue;
+    open[i]->blocked = false;
+    any = true;
+  }
+  return any;
+}
+
 // How long a solo owner may stay inside one inline access before the relay gives up for good.
 // An access takes microseconds; one that lasts this long was interrupted by something that may
 // wait for another program thread, which may in turn wait for the relay (a full ring): a
@@ -401,7 +417,11 @@ void* relay_main(void*) {
         continue;
       }
     }
-    if (stopping) break;  // every ring was empty in a pass that began after stop()
+    // Every ring was empty in a pass that began after stop(), or all that is left is held back.
+    if (stopping) {
+      if (release_holds(open, nopen)) continue;
+      break;
+    }
     settle(open, nopen, seen);
     // Quiet, the threads take held hits and push only on a miss: the relay then sleeps almost at
     // once, as the core it would spin on is better used by the program (and left idle, the

@@ -24,8 +24,8 @@
 // accesses still queued behind many others in A's ring while its own next ones come up first:
 // B's read of data A wrote would then be simulated before A's write. So B pushes a marker
 // (depend()): "A's first `pos` records before any more of mine". The relay holds B's lane back
-// at a marker until it has simulated that much of A's ring (or A's lane is retired, or the relay
-// stops). A marker only ever names a position A had already reached when B read it, in real
+// at a marker until it has simulated that much of A's ring (or A's lane is retired; while the
+// relay stops, also once no lane could move on otherwise). A marker only ever names a position A had already reached when B read it, in real
 // time, so no two lanes can wait for each other; a hold longer than kMaxDependencyWaitUs (the
 // relay's own time off the CPU not counted) is given up all the same, so that a misnamed
 // position could cost order, never progress.

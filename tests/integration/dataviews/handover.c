@@ -5,10 +5,8 @@
 // cache): the flow of this site is exactly alloc T0 -> write T1 (kMessages handovers, kMessages
 // L1 misses) and write T1 -> read T2 (the same), and nothing else.
 //
-// The consumer starts after the producer is joined (no sleeps). Even so the relay sometimes
-// simulates the consumer's reads between the producer's writes (an ordering gap of the relay's,
-// not of the flow; with message-by-message turns it happened more often): dataviews_check.py then
-// expects exactly the extra handovers the run's true-sharing misses imply.
+// The consumer starts after the producer is joined (no sleeps), so all of its reads are simulated
+// after all of the producer's writes.
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
