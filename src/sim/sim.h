@@ -155,6 +155,13 @@ struct LineResult {
   uint32_t writer_core = 0;
   uint64_t writer_mask = 0;
   uint64_t tenure_mask = 0;
+  // The line this access's L1 fill evicted to make room (kNoVictim when the line hit L1 or the
+  // fill found a free way) and the granules its holder touched while L1 held it: the evidence
+  // for spatial use. Lines that leave L1 otherwise (another core's write, inclusion when a lower
+  // level evicts) are not reported here.
+  static constexpr uint64_t kNoVictim = ~uint64_t(0);
+  uint64_t l1_victim = kNoVictim;
+  uint64_t l1_victim_mask = 0;
   bool from_memory(size_t nlevels) const { return levels_reached > nlevels; }
 };
 
