@@ -70,8 +70,8 @@ std::vector<const analysis::TypeMisses*> shown(const analysis::DataTypes& d) {
 
 const char* kSpatialBasis =
     "spatial use (counted): the share of the bytes of L1 lines evicted to make room that the "
-    "program touched while L1 held them; lines invalidated by another core and lines still "
-    "cached at the end are not counted";
+    "program touched while L1 held them; lines invalidated by another core, dropped by inclusion "
+    "or still cached at the end are not counted";
 
 std::string pct(double f) {
   char b[32];
@@ -143,7 +143,8 @@ class FieldsView : public View {
     out << "Misses by field (" << basis(p) << ")\n";
     if (su.available)
       out << "Spatial use (counted): bytes of L1 lines evicted to make room that were touched while L1\n"
-             "held them; lines invalidated by another core or still cached at the end are not counted.\n";
+             "held them; lines invalidated by another core, dropped by inclusion or still cached at the\n"
+             "end are not counted.\n";
     else out << wrapped("Spatial use is not available: " + su.reason + ".", 100);
     if (types.empty()) out << "\nNo misses were placed on data of a known type.\n";
     for (size_t i = 0; i < types.size(); ++i) {

@@ -79,8 +79,6 @@ struct CoreState {
     at = at + 1 == victim_depth ? 0 : at + 1;
   }
   LineSet seen;  // lines this core ever accessed
-  // The result of the access whose fill is under way (access_line), told of L1's victim.
-  LineResult* filling = nullptr;
   SpinLock lock;
   // The line of this core's previous access, its L1 slot and the hits taken on it without a
   // trip through the Cache (see HitMemo). The slot may have been invalidated or refilled since
@@ -93,6 +91,8 @@ struct CoreState {
   std::vector<uint64_t> memo_set_hits;
   uint64_t memo_hits_base = 0;
   uint64_t l1_set_mask = 0, l1_sets = 0;  // for the credit's set index (mask 0: not a power of 2)
+  // The result of the access whose fill is under way (access_line), told of L1's victim.
+  LineResult* filling = nullptr;
   uint64_t memo_pending() const {
     return memo.hits[0].load(std::memory_order_relaxed) +
            memo.hits[1].load(std::memory_order_relaxed) - memo_hits_base;
@@ -481,7 +481,6 @@ struct Hierarchy::Impl {
                                              int64_t l1_found = kUnknown) {
     r.line = line;
     r.access_mask = gm;
-    r.l1_victim = LineResult::kNoVictim;
     r.l1_victim_mask = 0;
     sh.counters.line_accesses++;
     Cache& l1 = *c.priv[0];

@@ -53,10 +53,10 @@ TEST(SimKinds, AnL1EvictionReportsTheVictimAndTheBytesItsTenureTouched) {
   AccessResult r;
   const uint64_t a = 0x10000, b = a + 64, c = a + 128;
   h->access(0, a + 8, 8, false, r);   // bytes 8..15 of a
-  EXPECT_EQ(r.lines[0].l1_victim, LineResult::kNoVictim);  // a free way
+  EXPECT_EQ(r.lines[0].l1_victim_mask, 0u);  // a free way: no victim
   h->access(0, a + 40, 4, true, r);   // bytes 40..43 of a (a hit: nothing leaves)
   h->access(0, b, 1, false, r);       // byte 0 of b, the second way
-  EXPECT_EQ(r.lines[0].l1_victim, LineResult::kNoVictim);
+  EXPECT_EQ(r.lines[0].l1_victim_mask, 0u);
   h->access(0, c + 60, 4, false, r);  // c evicts the least recent: a
   EXPECT_EQ(r.lines[0].l1_victim, a / 64);
   EXPECT_EQ(r.lines[0].l1_victim_mask, (uint64_t(0xff) << 8) | (uint64_t(0xf) << 40));

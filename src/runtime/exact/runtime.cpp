@@ -687,7 +687,7 @@ __attribute__((noinline)) void record_misses(ThreadState* t, InstructionRecord* 
       continue;
     }
     flow::miss(serialised);
-    if (lr.l1_victim != sim::LineResult::kNoVictim && spatial::on())
+    if (lr.l1_victim_mask != 0 && spatial::on())
       note_victim(t, lr.l1_victim, lr.l1_victim_mask, serialised);
     size_t reached = lr.levels_reached < g.nlevels ? lr.levels_reached : g.nlevels;
     for (size_t l = 0; l < reached; ++l) {
