@@ -647,7 +647,7 @@ void keep_missed_words(ThreadState* t, uint64_t addr) {
 // L1 evicted `line` to make room; its tenure touched `mask` (spatial.h). The objects the line
 // overlaps are found as record_sharing finds them; pages known to hold no object are skipped.
 void note_victim(ThreadState* t, uint64_t line, uint64_t mask, bool serialised) {
-  spatial::seen();
+  spatial::seen(serialised);
   const uint64_t base = line << g.line_shift;
   const uint64_t attaches = object_attaches();
   const uint64_t page = base >> 12;

@@ -8,11 +8,13 @@ namespace whymiss::rt::spatial {
 namespace {
 
 // A slot is claimed by CAS on `serial` (0 = free); from then on only holders of its object's
-// lock write the counters. `full`: lines that covered the whole phase range inside the object,
-// added to every fetched[] phase at export (a full line needs no per-byte work).
+// lock write the counters. `full`: lines wholly inside the object, added to every fetched[]
+// phase at export; `all_touched`: those of them touched in every byte, added to every touched[]
+// phase (the common cases, a line of a big array, need no per-byte work).
 struct Slot {
   uint64_t serial;
   uint64_t full;
+  uint64_t all_touched;
   profile::ObjectUseRecord rec;
 };
 
@@ -58,7 +60,10 @@ void start(unsigned line_shift) noexcept {
 
 bool on() noexcept { return g_on; }
 
-void seen() noexcept { g_evicted.fetch_add(1, std::memory_order_relaxed); }
+void seen(bool serialised) noexcept {
+  if (serialised) g_evicted.store(g_evicted.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  else g_evicted.fetch_add(1, std::memory_order_relaxed);
+}
 
 void outside() noexcept {
   g_outside.fetch_add(1, std::memory_order_relaxed);
@@ -83,9 +88,12 @@ void evicted(const HeapObject& o, uint64_t line, uint64_t mask, bool serialised)
   add(r.lines, 1, serialised);
   add(r.fetched_bytes, hi - lo, serialised);
   add(r.touched_bytes, uint64_t(__builtin_popcountll(used)), serialised);
-  if (hi - lo == 64) add(s->full, 1, serialised);
-  else
+  if (hi - lo == 64) {
+    add(s->full, 1, serialised);
+    if (used == ~uint64_t(0)) return add(s->all_touched, 1, serialised);
+  } else {
     for (uint64_t b = lo; b < hi; ++b) add(r.fetched[(b - o.start) & 63], 1, serialised);
+  }
   for (uint64_t m = used; m; m &= m - 1)
     add(r.touched[(unsigned(__builtin_ctzll(m)) + shift) & 63], 1, serialised);
 }
@@ -101,7 +109,7 @@ size_t export_records(profile::ObjectUseRecord* out, size_t max) noexcept {
     profile::ObjectUseRecord& r = out[n++];
     r = s.rec;
     r.serial = s.serial;
-    for (int p = 0; p < profile::kUsePhases; ++p) r.fetched[p] += s.full;
+    for (int p = 0; p < profile::kUsePhases; ++p) r.fetched[p] += s.full, r.touched[p] += s.all_touched;
   }
   return n;
 }

@@ -27,8 +27,9 @@ bool on() noexcept;
 // granules in `mask`. `serialised`: no other thread calls in meanwhile (plain adds); otherwise
 // the counts are added atomically.
 void evicted(const HeapObject& o, uint64_t line, uint64_t mask, bool serialised) noexcept;
-// One L1 eviction seen (call once per evicted line, whether or not it overlaps objects).
-void seen() noexcept;
+// One L1 eviction seen (call once per evicted line, whether or not it overlaps objects);
+// `serialised` as for evicted().
+void seen(bool serialised) noexcept;
 // L1 evicted a line in no live heap object (after seen()).
 void outside() noexcept;
 
