@@ -10,6 +10,7 @@ known by construction (see the comments at the top of each program).
                cold.
   spatial.c    `fields` spatial use: struct rec (only `key` read) 12.5% of fetched bytes touched,
                a..g riding along; struct full (all read) 100%, none riding.
+  spatial_threads.c  the same sweep in four threads at once: four objects, 12.5%, a..g riding.
 
 With --workloads WHYMISS PROG[:ARG]...: every finding of each program names its type (see
 workloads()).
@@ -190,6 +191,19 @@ def main():
         check("cold fields riding along (under 2.0% touched): a, b, c, d, e, f, g" in text,
               "fields text does not name the riding fields:\n" + text)
         check(max(len(line) for line in text.splitlines()) <= 100, "fields text wider than 100 columns")
+
+        # --- spatial_threads: the same, four threads at once ---
+        prof = profile(whymiss, wrapper, cc, os.path.join(srcdir, "spatial_threads.c"), tmp)
+        su = json.loads(report(whymiss, prof, "--view", "fields", "--format", "json"))["spatial_use"]
+        rec = next((t for t in su.get("types", []) if t["name"] == "struct rec"), None)
+        if check(rec is not None, f"spatial_threads: no struct rec in {su}"):
+            # Four arrays of 4096 lines, 6 sweeps each; at most 512 lines a core stay in L1.
+            check(rec["objects"] == 4 and rec["lines"] >= 4 * (6 * 4096 - 512),
+                  f"spatial_threads: {rec['objects']} objects, {rec['lines']} lines")
+            check(abs(rec["use"] - 0.125) <= 0.01, f"spatial_threads: use {rec['use']}")
+            check(rec["riding"] == ["a", "b", "c", "d", "e", "f", "g"], f"spatial_threads riding {rec['riding']}")
+            print(f"  spatial_threads: struct rec {100 * rec['use']:.1f}% of {rec['lines']} lines in "
+                  f"{rec['objects']} objects")
 
     if failures:
         print("FAIL:\n  " + "\n  ".join(failures))
