@@ -192,6 +192,15 @@ def main():
               "fields text does not name the riding fields:\n" + text)
         check(max(len(line) for line in text.splitlines()) <= 100, "fields text wider than 100 columns")
 
+        # WHYMISS_SPATIAL=0: no records, and the view says why.
+        off = os.path.join(tmp, "spatial_off.data")
+        r = run(whymiss, "record", "-o", off, "--cache", CACHE, "--", os.path.join(tmp, "spatial"),
+                env=dict(os.environ, WHYMISS_SPATIAL="0"))
+        if check(r.returncode == 0, f"record spatial with WHYMISS_SPATIAL=0: {r.stderr.strip()}"):
+            su = json.loads(report(whymiss, off, "--view", "fields", "--format", "json"))["spatial_use"]
+            check(not su["available"] and "WHYMISS_SPATIAL=0" in su.get("reason", ""),
+                  f"spatial use with WHYMISS_SPATIAL=0: {su}")
+
         # --- spatial_threads: the same, four threads at once ---
         prof = profile(whymiss, wrapper, cc, os.path.join(srcdir, "spatial_threads.c"), tmp)
         su = json.loads(report(whymiss, prof, "--view", "fields", "--format", "json"))["spatial_use"]
