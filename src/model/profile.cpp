@@ -205,6 +205,8 @@ int with_sections(const Profile& p, Fn fn) {
       {Section::AccessLogEntries, sizeof(uint64_t), p.access_log.size(), p.access_log.data()},
       {Section::SetCounts, sizeof(SetCountRecord), p.set_counts.size(), p.set_counts.data()},
       {Section::Rcd, sizeof(RcdRecord), p.rcd.size(), p.rcd.data()},
+      {Section::ObjectUseInfo, sizeof(ObjectUseInfoRecord), p.object_use_info.size(), p.object_use_info.data()},
+      {Section::ObjectUse, sizeof(ObjectUseRecord), p.object_use.size(), p.object_use.data()},
   };
   // The sections from CpuSampling on (the later additions) only up to the last that has
   // records, and the flow and working-set sections only when there are any: a profile without
@@ -334,6 +336,8 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
       case Section::WorkingSet: ok = take(data, s, &p.working_set); break;
       case Section::SetCounts: ok = take(data, s, &p.set_counts); break;
       case Section::Rcd: ok = take(data, s, &p.rcd); break;
+      case Section::ObjectUseInfo: ok = take(data, s, &p.object_use_info); break;
+      case Section::ObjectUse: ok = take(data, s, &p.object_use); break;
       default: break;  // unknown sections of the same version are skipped
     }
     if (!ok) return bad("section " + std::to_string(i) + " has records of an unexpected size");
@@ -376,6 +380,13 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
   for (const auto& c : p.set_counts)
     if (c.level >= levels.size() || c.set >= kMaxSetRecords)
       return bad("a set count names a missing level or an impossible set");
+  if (p.object_use_info.size() > 1 || (p.object_use_info.empty() && !p.object_use.empty()))
+    return bad("spatial-use records come without their description");
+  for (const auto& u : p.object_use) {
+    bool ok = u.touched_bytes <= u.fetched_bytes;
+    for (int i = 0; i < kUsePhases; ++i) ok = ok && u.touched[i] <= u.fetched[i] && u.fetched[i] <= u.lines;
+    if (!ok) return bad("a spatial-use record touches more bytes than its lines fetched");
+  }
   for (const auto& r : p.rcd)
     if (r.source > kRcdSampled || r.l1_sets == 0 || r.l1_sets > kMaxSetRecords)
       return bad("a re-conflict-distance histogram holds impossible values");

@@ -82,6 +82,9 @@ enum class Section : uint32_t {
   // re-conflict distances at L1 (RcdRecord), for the `sets` view. Readers of older builds skip
   // them.
   SetCounts, Rcd,
+  // Exact mode's spatial use of heap objects' lines (ObjectUseInfoRecord, ObjectUseRecord), for
+  // the `fields` view. Readers of older builds skip them.
+  ObjectUseInfo, ObjectUse,
 };
 
 struct FileHeader {
@@ -257,6 +260,33 @@ struct RcdRecord {
   uint64_t buckets[kRcdBuckets];
 };
 static_assert(sizeof(RcdRecord) == 24 + 8 * kRcdBuckets);
+
+// Spatial use (#17, exact mode): the lines of heap objects that L1 evicted to make room, with the
+// bytes the program touched while L1 held them. A byte's phase is its offset from the object's
+// start modulo 64: with an element size dividing 64 each phase is one byte of one field of every
+// element. Only lines of at most 64 bytes are recorded (the simulator tracks single bytes there).
+// Invalidations by another core's write, inclusion drops and lines still in L1 at the end are
+// not counted.
+inline constexpr int kUsePhases = 64;
+struct ObjectUseRecord {
+  uint64_t serial;         // ObjectRecord::serial
+  uint64_t lines;          // evicted lines overlapping the object
+  uint64_t fetched_bytes;  // bytes of those lines inside the object
+  uint64_t touched_bytes;  // of those, bytes touched while L1 held the line
+  uint64_t fetched[kUsePhases];  // per phase: evicted lines holding that byte of the object
+  uint64_t touched[kUsePhases];  // per phase: of those, the lines in which it was touched
+};
+static_assert(sizeof(ObjectUseRecord) == 32 + 16 * kUsePhases);
+
+struct ObjectUseInfoRecord {
+  uint32_t line_bytes;        // the L1 line the phases were taken with
+  uint32_t capacity;          // objects the table holds
+  uint64_t evicted_lines;     // all L1 evictions to make room
+  uint64_t outside_lines;     // of those, lines in no live heap object
+  uint64_t objects;           // objects in the table (the ObjectUseRecords)
+  uint64_t dropped_lines;     // evicted lines of objects the full table had no room for
+};
+static_assert(sizeof(ObjectUseInfoRecord) == 40);
 
 // A cache line that suffered coherence misses, with the evidence for true vs false sharing.
 struct LineRecord {
@@ -525,6 +555,9 @@ struct Profile {
   std::vector<ReuseRecord> reuse;
   std::vector<SetCountRecord> set_counts;
   std::vector<RcdRecord> rcd;
+  // Exact mode's spatial use (empty in older profiles, other modes, WHYMISS_SPATIAL=0).
+  std::vector<ObjectUseInfoRecord> object_use_info;  // zero or one
+  std::vector<ObjectUseRecord> object_use;
   // Exact mode's CPU-time samples (empty in older profiles and other modes).
   std::vector<CpuSamplingRecord> cpu_sampling;  // zero or one
   std::vector<CpuSampleRecord> cpu_samples;

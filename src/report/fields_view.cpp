@@ -1,12 +1,15 @@
 // `whymiss report --view fields`: for each data type with misses, its misses by field and kind,
 // the field pairs that false-share a line, and which fields are cold (no miss placed on them):
-// the evidence for reordering, splitting or padding a struct.
+// the evidence for reordering, splitting or padding a struct. Exact mode adds spatial use: the
+// share of the bytes of each type's fetched lines touched before L1 evicted them, and the cold
+// fields that ride along in lines whose other fields are used (analysis/spatial_use.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ostream>
 
 #include "analysis/data_types.h"
+#include "analysis/spatial_use.h"
 #include "report/common.h"
 #include "report/data_view_common.h"
 #include "report/sampled.h"
@@ -65,8 +68,64 @@ std::vector<const analysis::TypeMisses*> shown(const analysis::DataTypes& d) {
   return v;
 }
 
-const char* kSpatialUnavailable =
-    "spatial use (bytes of a fetched line used before it left the cache) is not measured here";
+const char* kSpatialBasis =
+    "spatial use (counted): the share of the bytes of L1 lines evicted to make room that the "
+    "program touched while L1 held them; lines invalidated by another core, dropped by inclusion "
+    "or still cached at the end are not counted";
+
+std::string pct(double f) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f%%", 100 * f);
+  return b;
+}
+
+std::vector<std::string> riding(const analysis::TypeUse& u) {
+  std::vector<std::string> v;
+  for (const auto& f : u.fields)
+    if (f.riding && f.name != "(padding)") v.push_back(f.name);
+  return v;
+}
+
+// `text` broken at spaces into lines of at most `width` columns.
+std::string wrapped(const std::string& text, size_t width) {
+  std::string out, line;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = text.find(' ', i);
+    if (j == std::string::npos) j = text.size();
+    const std::string word = text.substr(i, j - i);
+    if (!line.empty() && line.size() + 1 + word.size() > width) out += line + "\n", line.clear();
+    line += (line.empty() ? "" : " ") + word;
+    i = j + 1;
+  }
+  return out + line + "\n";
+}
+
+// "   spatial use: 12.5% of fetched bytes touched before eviction (counted, 1,234 lines)" and the
+// cold fields riding along, for a type with evicted lines; lines stay within 100 columns.
+void spatial_lines(std::ostream& out, const profile::Profile& p, const analysis::TypeUse& u) {
+  out << "   spatial use: " << pct(u.use) << " of fetched bytes touched before eviction (counted, "
+      << count(p, double(u.lines)) << (u.lines == 1 ? " line)\n" : " lines)\n");
+  if (!u.per_field) {
+    out << "   per field: not resolved (" << u.size << "-byte elements do not divide a 64-byte line)\n";
+    return;
+  }
+  const auto r = riding(u);
+  if (r.empty()) {
+    out << "   no cold field rides along\n";
+    return;
+  }
+  std::string line = "   cold fields riding along (under " + pct(analysis::kRidingShare) + " touched): ";
+  for (size_t j = 0; j < r.size(); ++j) {
+    const std::string item = r[j] + (j + 1 < r.size() ? "," : "");
+    if (line.size() + item.size() + 1 > 100) {
+      out << line << "\n";
+      line = "     ";
+    }
+    line += (line.back() == ' ' ? "" : " ") + item;
+  }
+  out << line << "\n";
+}
 
 class FieldsView : public View {
  public:
@@ -80,7 +139,13 @@ class FieldsView : public View {
     const analysis::DataTypes d = analysis::data_types(p, in.types);
     const auto types = shown(d);
     const std::string l1 = p.geometry.levels.empty() ? "L1" : p.geometry.levels[0].name;
-    out << "Misses by field (" << basis(p) << ")\n" << kSpatialUnavailable << ".\n";
+    const analysis::SpatialUse su = analysis::spatial_use(p, in.types);
+    out << "Misses by field (" << basis(p) << ")\n";
+    if (su.available)
+      out << "Spatial use (counted): bytes of L1 lines evicted to make room that were touched while L1\n"
+             "held them; lines invalidated by another core, dropped by inclusion or still cached at the\n"
+             "end are not counted.\n";
+    else out << wrapped("Spatial use is not available: " + su.reason + ".", 100);
     if (types.empty()) out << "\nNo misses were placed on data of a known type.\n";
     for (size_t i = 0; i < types.size(); ++i) {
       const auto& t = *types[i];
@@ -120,6 +185,7 @@ class FieldsView : public View {
         if (cold.size() > 8) s += ", ...";
         out << "   cold (no miss placed on them): " << s << "\n";
       }
+      if (const analysis::TypeUse* u = analysis::find_type_use(su, t.name)) spatial_lines(out, p, *u);
     }
   }
 
@@ -127,7 +193,31 @@ class FieldsView : public View {
     const auto& p = in.profile;
     const analysis::DataTypes d = analysis::data_types(p, in.types);
     w.field("how", sampled::how(p)).field("placement", "modelled");
-    w.key("spatial_use").begin_object().field("available", false).field("reason", kSpatialUnavailable);
+    const analysis::SpatialUse su = analysis::spatial_use(p, in.types);
+    w.key("spatial_use").begin_object().field("available", su.available);
+    if (!su.available) {
+      w.field("reason", su.reason);
+    } else {
+      w.field("how", "counted").field("basis", kSpatialBasis).field("line_bytes", su.line_bytes);
+      w.field("evicted_lines", su.evicted_lines).field("outside_objects", su.outside_lines);
+      w.field("untyped_lines", su.untyped_lines).field("dropped_lines", su.dropped_lines);
+      w.field("riding_below", analysis::kRidingShare, 3);
+      w.key("types").begin_array();
+      for (const auto& u : su.types) {
+        w.begin_object().field("name", u.name).field("size", u.size).field("objects", u.objects);
+        w.field("lines", u.lines).field("fetched_bytes", u.fetched).field("touched_bytes", u.touched);
+        w.field("use", u.use, 4).field("per_field", u.per_field).key("fields").begin_array();
+        for (const auto& f : u.fields) {
+          w.begin_object().field("name", f.name).field("offset", f.offset).field("size", f.size);
+          w.field("fetched_bytes", f.fetched).field("touched_bytes", f.touched);
+          w.field("use", f.use, 4).field("riding", f.riding).end_object();
+        }
+        w.end_array().key("riding").begin_array();
+        for (const auto& r : riding(u)) w.value(r);
+        w.end_array().end_object();
+      }
+      w.end_array();
+    }
     w.end_object().key("types").begin_array();
     for (const auto* tp : shown(d)) {
       const auto& t = *tp;

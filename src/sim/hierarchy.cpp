@@ -91,6 +91,8 @@ struct CoreState {
   std::vector<uint64_t> memo_set_hits;
   uint64_t memo_hits_base = 0;
   uint64_t l1_set_mask = 0, l1_sets = 0;  // for the credit's set index (mask 0: not a power of 2)
+  // The result of the access whose fill is under way (access_line), told of L1's victim.
+  LineResult* filling = nullptr;
   uint64_t memo_pending() const {
     return memo.hits[0].load(std::memory_order_relaxed) +
            memo.hits[1].load(std::memory_order_relaxed) - memo_hits_base;
@@ -266,7 +268,10 @@ struct Hierarchy::Impl {
     uint64_t v = cl.tag(idx);
     Entry e = cl.entry(idx);
     cl.invalidate(idx);
-    if (l == 0) c.log_victim(cl.set_of(v), v);
+    if (l == 0) {
+      c.log_victim(cl.set_of(v), v);
+      if (c.filling) c.filling->l1_victim = v, c.filling->l1_victim_mask = e.mask;
+    }
     if (l + 1 == npriv) {
       // Leaving the core: closer levels must drop it too (private levels are inclusive).
       bool dirty = e.dirty;
@@ -476,6 +481,7 @@ struct Hierarchy::Impl {
                                              int64_t l1_found = kUnknown) {
     r.line = line;
     r.access_mask = gm;
+    r.l1_victim_mask = 0;
     sh.counters.line_accesses++;
     Cache& l1 = *c.priv[0];
     // Same line as this core's previous access and still held with enough rights: nothing in
@@ -540,7 +546,9 @@ struct Hierarchy::Impl {
         set_state(c, line, st);
       }
       l1_idx = size_t(hit_idx);
+      c.filling = &r;
       for (size_t l = hit_level; l-- > 0;) l1_idx = fill_private(c, cid, sh, l, line, st, l1_idx);
+      c.filling = nullptr;
     } else {
       bool others = snoop(cid, sh, line, gm, w, r);
       Mesi st = w ? Mesi::M : (others ? Mesi::S : Mesi::E);
@@ -550,7 +558,9 @@ struct Hierarchy::Impl {
         r.levels_reached = uint8_t(npriv + 1);
       }
       l1_idx = 0;
+      c.filling = &r;
       for (size_t l = npriv; l-- > 0;) l1_idx = fill_private(c, cid, sh, l, line, st, l1_idx);
+      c.filling = nullptr;
       if (!sh.departures.empty()) sh.departures.erase(line, cid);
     }
     Entry& e = l1.entry(l1_idx);

@@ -155,6 +155,14 @@ struct LineResult {
   uint32_t writer_core = 0;
   uint64_t writer_mask = 0;
   uint64_t tenure_mask = 0;
+  // When l1_victim_mask != 0: this access's L1 fill evicted line l1_victim to make room, and
+  // l1_victim_mask holds the granules its holder touched while L1 held it (never 0: every fill
+  // is for an access): the evidence for spatial use. Both 0 when the line hit L1 or the fill
+  // found a free way. (Zero by default, so a result clears with the rest of it.) Lines that
+  // leave L1 otherwise (another core's write, inclusion when a lower level evicts) are not
+  // reported here.
+  uint64_t l1_victim = 0;
+  uint64_t l1_victim_mask = 0;
   bool from_memory(size_t nlevels) const { return levels_reached > nlevels; }
 };
 

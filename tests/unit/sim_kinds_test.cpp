@@ -44,6 +44,34 @@ TEST(SimKinds, ThirteenLinesInOneTwelveWaySetAreConflictMisses) {
   EXPECT_EQ(c.level[1].misses(), 13u);
 }
 
+// Spatial use evidence (#17): the L1 fill that evicts a line reports that line and the bytes its
+// holder touched during its tenure; a fill into a free way, a hit, and a line that returns
+// after its eviction (a new tenure, a fresh mask) report accordingly.
+TEST(SimKinds, AnL1EvictionReportsTheVictimAndTheBytesItsTenureTouched) {
+  // L1 is one set of 2 ways (128 bytes): every line maps to it. L2 is roomy.
+  auto h = make(geo({{"L1", 128, 2, 64}, {"L2", 64 * 1024, 16, 64}}));
+  AccessResult r;
+  const uint64_t a = 0x10000, b = a + 64, c = a + 128;
+  h->access(0, a + 8, 8, false, r);   // bytes 8..15 of a
+  EXPECT_EQ(r.lines[0].l1_victim_mask, 0u);  // a free way: no victim
+  h->access(0, a + 40, 4, true, r);   // bytes 40..43 of a (a hit: nothing leaves)
+  h->access(0, b, 1, false, r);       // byte 0 of b, the second way
+  EXPECT_EQ(r.lines[0].l1_victim_mask, 0u);
+  h->access(0, c + 60, 4, false, r);  // c evicts the least recent: a
+  EXPECT_EQ(r.lines[0].l1_victim, a / 64);
+  EXPECT_EQ(r.lines[0].l1_victim_mask, (uint64_t(0xff) << 8) | (uint64_t(0xf) << 40));
+  h->access(0, a + 1, 1, false, r);   // a returns (an L2 hit) and evicts b
+  EXPECT_EQ(r.lines[0].level[0], Outcome::Capacity);
+  EXPECT_EQ(r.lines[0].l1_victim, b / 64);
+  EXPECT_EQ(r.lines[0].l1_victim_mask, uint64_t(1));
+  h->access(0, b + 2, 1, false, r);   // b evicts c
+  EXPECT_EQ(r.lines[0].l1_victim, c / 64);
+  EXPECT_EQ(r.lines[0].l1_victim_mask, uint64_t(0xf) << 60);
+  h->access(0, c, 1, false, r);       // c evicts a: only its new tenure's byte 1
+  EXPECT_EQ(r.lines[0].l1_victim, a / 64);
+  EXPECT_EQ(r.lines[0].l1_victim_mask, uint64_t(2));
+}
+
 // #19 item 15: set counts that are not powers of two (a 300 MiB 20-way L3 has 245,760 sets) are
 // indexed by line modulo the count: lines 3 sets apart share a set, neighbours do not.
 // rivals_within: which lines made a conflict miss. One object whose own 13 lines (4 KiB apart)

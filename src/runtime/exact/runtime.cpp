@@ -40,6 +40,7 @@
 #include "runtime/exact/access_sink.h"
 #include "runtime/exact/cpu_sampler.h"
 #include "runtime/exact/dataflow.h"
+#include "runtime/exact/spatial.h"
 #include "runtime/exact/hit_path.h"
 #include "runtime/exact/relay.h"
 #include "runtime/exact/reuse.h"
@@ -337,6 +338,8 @@ void init() {
   // Data flow between threads and working sets over time (dataflow.h; WHYMISS_FLOW=0,
   // WHYMISS_WORKING_SET=0 turn them off).
   flow::start(g.sim, g.line_shift);
+  // Spatial use of heap objects' lines (spatial.h; WHYMISS_SPATIAL=0 turns it off).
+  spatial::start(g.line_shift);
   // The initialising thread (the main thread, before main) is sampled from now on, under the
   // index it gets at its first access when no other thread came first (the usual case).
   cpu::thread_start(g.next_index.load(std::memory_order_relaxed));
@@ -641,6 +644,31 @@ void keep_missed_words(ThreadState* t, uint64_t addr) {
   t->missed_next ^= 1;
 }
 
+// L1 evicted `line` to make room; its tenure touched `mask` (spatial.h). The objects the line
+// overlaps are found as record_sharing finds them; pages known to hold no object are skipped.
+void note_victim(ThreadState* t, uint64_t line, uint64_t mask, bool serialised) {
+  spatial::seen(serialised);
+  const uint64_t base = line << g.line_shift;
+  const uint64_t attaches = object_attaches();
+  const uint64_t page = base >> 12;
+  auto& clear = t->clear_pages[page_slot(page, ThreadState::kClearPages)];
+  if (clear.page_plus_one == page + 1 && clear.epoch == attaches) return spatial::outside();
+  // While the process has one thread: the object a miss on this page landed in, when it covers
+  // the whole line (then it is the only object there), without the store's locks.
+  if (t->memo != nullptr && !t->relayed && object_detaches() == t->objects_epoch) {
+    const auto& c = t->objects[page_slot(page, ThreadState::kCachedObjects)];
+    if (c.obj != nullptr && base >= c.start && base + (uint64_t(1) << g.line_shift) <= c.end)
+      return spatial::evicted(*c.obj, line, mask, serialised);
+  }
+  HeapObject objs[4];
+  const int n = objects_overlapping(base, base + (uint64_t(1) << g.line_shift), objs, 4);
+  if (n == 0) {
+    if (page_without_objects(base)) clear = ThreadState::ClearPage{page + 1, attaches};
+    return spatial::outside();
+  }
+  for (int i = 0; i < n && i < 4; ++i) spatial::evicted(objs[i], line, mask, serialised);
+}
+
 // The misses of one access: per-level counts, heap objects, sharing evidence. Out of line so
 // that record()'s hit path stays small.
 __attribute__((noinline)) void record_misses(ThreadState* t, InstructionRecord* s, uint64_t ip,
@@ -659,6 +687,8 @@ __attribute__((noinline)) void record_misses(ThreadState* t, InstructionRecord* 
       continue;
     }
     flow::miss(serialised);
+    if (lr.l1_victim_mask != 0 && spatial::on())
+      note_victim(t, lr.l1_victim, lr.l1_victim_mask, serialised);
     size_t reached = lr.levels_reached < g.nlevels ? lr.levels_reached : g.nlevels;
     for (size_t l = 0; l < reached; ++l) {
       if (lr.level[l] == Outcome::Hit) continue;
@@ -1041,7 +1071,7 @@ void finish(int term_signal) {
   };
   // Then the CPU-time samples' sections (cpu_sampler.h), after whatever the list above holds.
   constexpr size_t kBase = sizeof s / sizeof s[0];
-  profile::SectionData all[kBase + cpu::kSections + 1 + 2 + 4 + 2];
+  profile::SectionData all[kBase + cpu::kSections + 1 + 2 + 4 + 2 + 2];
   std::memcpy(all, s, sizeof s);
   uint32_t nsections = uint32_t(kBase + cpu::export_sections(all + kBase, strings));
   // And the reuse-distance histograms (reuse.h), when the tracker ran.
@@ -1080,6 +1110,15 @@ void finish(int term_signal) {
   if (nset_recs || nrcd) {
     all[nsections++] = {profile::Section::SetCounts, sizeof(profile::SetCountRecord), nset_recs, set_recs};
     all[nsections++] = {profile::Section::Rcd, sizeof(profile::RcdRecord), nrcd, rcd_recs};
+  }
+  // Spatial use (spatial.h), when it ran.
+  profile::ObjectUseInfoRecord use_info = spatial::info();
+  if (spatial::on()) {
+    const size_t cap = spatial::count();
+    auto* recs = alloc_array<profile::ObjectUseRecord>(cap);
+    const size_t n = recs ? spatial::export_records(recs, cap) : 0;
+    all[nsections++] = {profile::Section::ObjectUseInfo, sizeof use_info, 1, &use_info};
+    all[nsections++] = {profile::Section::ObjectUse, sizeof(profile::ObjectUseRecord), n, recs};
   }
   note_profile_written(profile::write_profile_sections(g.output, all, nsections));
   g.written.store(true, std::memory_order_release);

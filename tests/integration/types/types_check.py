@@ -8,6 +8,9 @@ known by construction (see the comments at the top of each program).
   two_types.c  `types` ranks struct record first with capacity its main L1 kind, struct cell
                after it with conflict; `fields` puts struct record's misses on `key`, `payload[]`
                cold.
+  spatial.c    `fields` spatial use: struct rec (only `key` read) 12.5% of fetched bytes touched,
+               a..g riding along; struct full (all read) 100%, none riding.
+  spatial_threads.c  the same sweep in four threads at once: four objects, 12.5%, a..g riding.
 
 With --workloads WHYMISS PROG[:ARG]...: every finding of each program names its type (see
 workloads()).
@@ -168,6 +171,56 @@ def main():
         check(max(len(line) for line in text.splitlines()) <= 100, "fields text wider than 100 columns")
         text = report(whymiss, prof, "--view", "types")
         check(max(len(line) for line in text.splitlines()) <= 100, "types text wider than 100 columns")
+
+        # --- spatial: one field of eight read vs all eight ---
+        prof = profile(whymiss, wrapper, cc, os.path.join(srcdir, "spatial.c"), tmp)
+        fields = json.loads(report(whymiss, prof, "--view", "fields", "--format", "json"))
+        su = fields["spatial_use"]
+        if check(su["available"], f"spatial use unavailable: {su.get('reason')}"):
+            by = {t["name"]: t for t in su["types"]}
+            rec, full = by.get("struct rec"), by.get("struct full")
+            cold = ["a", "b", "c", "d", "e", "f", "g"]
+            if check(rec is not None and full is not None, f"spatial use types: {sorted(by)}"):
+                # 6 sweeps of 4096 lines each; at most L1's 512 lines stay cached at the end.
+                check(rec["lines"] >= 6 * 4096 - 512 and full["lines"] >= 6 * 4096 - 512,
+                      f"evicted lines: rec {rec['lines']}, full {full['lines']}")
+                # Every evicted struct rec line had exactly its 8 key bytes touched: 8/64.
+                check(abs(rec["use"] - 0.125) <= 0.01, f"struct rec spatial use {rec['use']}")
+                check(rec["riding"] == cold, f"struct rec riding {rec['riding']}")
+                f = {x["name"]: x for x in rec["fields"]}
+                check(f["key"]["use"] >= 0.99 and not f["key"]["riding"], f"struct rec key: {f['key']}")
+                check(abs(full["use"] - 1) <= 0.01, f"struct full spatial use {full['use']}")
+                check(full["riding"] == [], f"struct full riding {full['riding']}")
+                print(f"  spatial: struct rec {100 * rec['use']:.1f}% of {rec['lines']} lines, riding "
+                      f"{rec['riding']}; struct full {100 * full['use']:.1f}% of {full['lines']} lines")
+        text = report(whymiss, prof, "--view", "fields")
+        check("spatial use: 12.5% of fetched bytes touched before eviction" in text,
+              "fields text does not show struct rec's 12.5%:\n" + text)
+        check("cold fields riding along (under 2.0% touched): a, b, c, d, e, f, g" in text,
+              "fields text does not name the riding fields:\n" + text)
+        check(max(len(line) for line in text.splitlines()) <= 100, "fields text wider than 100 columns")
+
+        # WHYMISS_SPATIAL=0: no records, and the view says why.
+        off = os.path.join(tmp, "spatial_off.data")
+        r = run(whymiss, "record", "-o", off, "--cache", CACHE, "--", os.path.join(tmp, "spatial"),
+                env=dict(os.environ, WHYMISS_SPATIAL="0"))
+        if check(r.returncode == 0, f"record spatial with WHYMISS_SPATIAL=0: {r.stderr.strip()}"):
+            su = json.loads(report(whymiss, off, "--view", "fields", "--format", "json"))["spatial_use"]
+            check(not su["available"] and "WHYMISS_SPATIAL=0" in su.get("reason", ""),
+                  f"spatial use with WHYMISS_SPATIAL=0: {su}")
+
+        # --- spatial_threads: the same, four threads at once ---
+        prof = profile(whymiss, wrapper, cc, os.path.join(srcdir, "spatial_threads.c"), tmp)
+        su = json.loads(report(whymiss, prof, "--view", "fields", "--format", "json"))["spatial_use"]
+        rec = next((t for t in su.get("types", []) if t["name"] == "struct rec"), None)
+        if check(rec is not None, f"spatial_threads: no struct rec in {su}"):
+            # Four arrays of 4096 lines, 6 sweeps each; at most 512 lines a core stay in L1.
+            check(rec["objects"] == 4 and rec["lines"] >= 4 * (6 * 4096 - 512),
+                  f"spatial_threads: {rec['objects']} objects, {rec['lines']} lines")
+            check(abs(rec["use"] - 0.125) <= 0.01, f"spatial_threads: use {rec['use']}")
+            check(rec["riding"] == ["a", "b", "c", "d", "e", "f", "g"], f"spatial_threads riding {rec['riding']}")
+            print(f"  spatial_threads: struct rec {100 * rec['use']:.1f}% of {rec['lines']} lines in "
+                  f"{rec['objects']} objects")
 
     if failures:
         print("FAIL:\n  " + "\n  ".join(failures))

@@ -1,0 +1,128 @@
+#include "runtime/exact/spatial.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+namespace whymiss::rt::spatial {
+namespace {
+
+// A slot is claimed by CAS on `serial` (0 = free); from then on only holders of its object's
+// lock write the counters. `full`: lines wholly inside the object, added to every fetched[]
+// phase at export; `all_touched`: those of them touched in every byte, added to every touched[]
+// phase (the common cases, a line of a big array, need no per-byte work).
+struct Slot {
+  uint64_t serial;
+  uint64_t full;
+  uint64_t all_touched;
+  profile::ObjectUseRecord rec;
+};
+
+Slot* g_slots = nullptr;
+bool g_on = false;
+unsigned g_line_shift = 6;
+std::atomic<uint64_t> g_evicted{0}, g_outside{0}, g_dropped_lines{0};
+
+inline void add(uint64_t& x, uint64_t v, bool serialised) {
+  if (serialised) x += v;
+  else __atomic_fetch_add(&x, v, __ATOMIC_RELAXED);
+}
+std::atomic<uint32_t> g_used{0};
+
+Slot* slot_of(uint64_t serial) {
+  uint32_t i = uint32_t((serial * 0x9E3779B97F4A7C15ull) >> 32) & (kUseObjects - 1);
+  for (uint32_t probes = 0; probes < kUseObjects; ++probes, i = (i + 1) & (kUseObjects - 1)) {
+    Slot& s = g_slots[i];
+    uint64_t k = __atomic_load_n(&s.serial, __ATOMIC_ACQUIRE);
+    if (k == serial) return &s;
+    if (k != 0) continue;
+    // Keep a quarter free: probes stay short, and a full table drops instead of walking it all.
+    if (g_used.load(std::memory_order_relaxed) >= kUseObjects / 4 * 3) return nullptr;
+    if (__atomic_compare_exchange_n(&s.serial, &k, serial, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      g_used.fetch_add(1, std::memory_order_relaxed);
+      return &s;
+    }
+    if (k == serial) return &s;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void start(unsigned line_shift) noexcept {
+  g_line_shift = line_shift;
+  const char* e = std::getenv("WHYMISS_SPATIAL");
+  if ((e && std::strcmp(e, "0") == 0) || line_shift > 6) return;
+  g_slots = static_cast<Slot*>(private_alloc(sizeof(Slot) * kUseObjects));
+  if (g_slots) std::memset(g_slots, 0, sizeof(Slot) * kUseObjects);
+  g_on = g_slots != nullptr;
+}
+
+bool on() noexcept { return g_on; }
+
+void seen(bool serialised) noexcept {
+  if (serialised) g_evicted.store(g_evicted.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  else g_evicted.fetch_add(1, std::memory_order_relaxed);
+}
+
+void outside() noexcept {
+  g_outside.fetch_add(1, std::memory_order_relaxed);
+}
+
+void evicted(const HeapObject& o, uint64_t line, uint64_t mask, bool serialised) noexcept {
+  Slot* s = slot_of(o.serial);
+  if (!s) {
+    g_dropped_lines.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  profile::ObjectUseRecord& r = s->rec;
+  const uint64_t lb = uint64_t(1) << g_line_shift, base = line << g_line_shift;
+  const uint64_t lo = base > o.start ? base : o.start;
+  const uint64_t end = o.start + o.size, hi = base + lb < end ? base + lb : end;
+  if (hi <= lo) return;  // (a zero-sized object)
+  // Bytes of the line inside the object: [lo - base, hi - base). Phase of line byte i:
+  // (base + i - start) mod 64.
+  const uint64_t inside = (hi - lo) >= 64 ? ~uint64_t(0) : ((uint64_t(1) << (hi - lo)) - 1) << (lo - base);
+  const uint64_t used = mask & inside;
+  const unsigned shift = unsigned((base - o.start) & 63);  // phase of line byte 0
+  add(r.lines, 1, serialised);
+  add(r.fetched_bytes, hi - lo, serialised);
+  add(r.touched_bytes, uint64_t(__builtin_popcountll(used)), serialised);
+  if (hi - lo == 64) {
+    add(s->full, 1, serialised);
+    if (used == ~uint64_t(0)) return add(s->all_touched, 1, serialised);
+  } else {
+    for (uint64_t b = lo; b < hi; ++b) add(r.fetched[(b - o.start) & 63], 1, serialised);
+  }
+  for (uint64_t m = used; m; m &= m - 1)
+    add(r.touched[(unsigned(__builtin_ctzll(m)) + shift) & 63], 1, serialised);
+}
+
+size_t count() noexcept { return g_on ? g_used.load(std::memory_order_relaxed) : 0; }
+
+size_t export_records(profile::ObjectUseRecord* out, size_t max) noexcept {
+  if (!g_on) return 0;
+  size_t n = 0;
+  for (uint32_t i = 0; i < kUseObjects && n < max; ++i) {
+    const Slot& s = g_slots[i];
+    if (__atomic_load_n(&s.serial, __ATOMIC_ACQUIRE) == 0 || s.rec.lines == 0) continue;
+    profile::ObjectUseRecord& r = out[n++];
+    r = s.rec;
+    r.serial = s.serial;
+    for (int p = 0; p < profile::kUsePhases; ++p) r.fetched[p] += s.full, r.touched[p] += s.all_touched;
+  }
+  return n;
+}
+
+profile::ObjectUseInfoRecord info() noexcept {
+  profile::ObjectUseInfoRecord r{};
+  r.line_bytes = uint32_t(1) << g_line_shift;
+  r.capacity = kUseObjects / 4 * 3;
+  r.evicted_lines = g_evicted.load(std::memory_order_relaxed);
+  r.outside_lines = g_outside.load(std::memory_order_relaxed);
+  r.objects = g_used.load(std::memory_order_relaxed);
+  r.dropped_lines = g_dropped_lines.load(std::memory_order_relaxed);
+  return r;
+}
+
+}  // namespace whymiss::rt::spatial
