@@ -44,8 +44,8 @@ class WorkingSetView : public View {
              "time; time from the first traced window, L1 misses in traced accesses; private levels\n"
              "summed over cores)\nCapacity in lines:";
     else
-      out << (w.estimated ? " (counted, big levels estimated" : " (counted") << ": the simulated caches' lines, sampled every " << thousands(w.period)
-          << " L1 misses and at the end;\nprivate levels summed over cores)\nCapacity in lines:";
+      out << (w.estimated ? " (counted, big levels estimated" : " (counted") << ": the simulated caches' lines,\nsampled every " << thousands(w.period)
+          << " L1 misses and at the end; private levels summed over cores)\nCapacity in lines:";
     for (size_t l = 0; l < nl; ++l)
       out << (l ? ", " : " ") << printable(levels[l].name) << " " << thousands(w.capacity_lines[l])
           << (l + 1 < nl || nl == 1 ? " a core" : "")
