@@ -216,7 +216,7 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
   };
   std::map<uint64_t, StepRecord> steps;
   // The `sets` view's numbers, estimated from the replay: per (level, set) accesses by outcome,
-  // and per instruction the re-conflict distances of its L1 misses (per thread, within an epoch:
+  // and per instruction the re-conflict distances of its L1 misses (per thread, within a replay group:
   // a distance that would span windows is not seen).
   std::map<std::pair<uint32_t, uint32_t>, SetCountRecord> set_counts;
   std::map<uint64_t, RcdRecord> rcd;

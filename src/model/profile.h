@@ -496,7 +496,7 @@ static_assert(sizeof(FlowInfoRecord) == 64);
 // ---- working set over time (exact mode; analysis/working_set.h) ----
 // At intervals the runtime walks every simulated cache's tags and counts the lines resident,
 // per level (private levels: summed over cores) and allocation site. Sample i is taken at the
-// first L1 miss after l1_misses reached i * period (the period doubles, and every other sample
+// first L1 miss after l1_misses reached (i + 1) * period (the period doubles, and every other sample
 // is dropped, when the table fills), plus one at the end of the run. A level of more than
 // 65,536 lines is counted in a sample of its sets (WorkingSetInfoRecord::set_step).
 inline constexpr uint32_t kWsNotHeap = 0xFFFFFFFEu;  // site of lines in no heap object

@@ -41,4 +41,20 @@ std::string basis(const profile::Profile& p) {
   return "misses " + sampled::how(p) + "; split onto data by sampled miss addresses: modelled";
 }
 
+std::string group_name(const std::string& type, size_t sites, uint32_t site, const profile::Profile& p, Namer& n) {
+  const std::string at = site == profile::kNoSite || site >= p.sites.size() ? "an unknown site" : where(n.site(p.sites[site]));
+  if (!type.empty())
+    return printable(type) + (sites > 1 ? " (" + std::to_string(sites) + " sites)" : " (allocated at " + at + ")");
+  return "objects allocated at " + at + " (type unknown)";
+}
+
+void site_json(JsonWriter& w, uint32_t site, const profile::Profile& p, Namer& n) {
+  if (site == profile::kNoSite || site >= p.sites.size()) {
+    w.null();
+    return;
+  }
+  const CodeLoc c = n.site(p.sites[site]);
+  w.begin_object().field("function", c.function).field("file", c.file).field("line", c.line).end_object();
+}
+
 }  // namespace whymiss::report::datatypes

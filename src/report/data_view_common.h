@@ -1,11 +1,13 @@
-// Shared by the data-type views (types_view.cpp, fields_view.cpp): how a count prints, in text
-// and JSON, by the profile's mode. Internal to the report library.
+// Shared by the data views (types_view.cpp, fields_view.cpp, view_flow.cpp,
+// view_working_set.cpp): how a count prints, in text and JSON, by the profile's mode, and how a
+// group of objects is named. Internal to the report library.
 #pragma once
 #include <string>
 
 #include "analysis/data_types.h"
 #include "model/profile.h"
 #include "report/json.h"
+#include "report/report.h"
 
 namespace whymiss::report::datatypes {
 
@@ -23,5 +25,11 @@ std::string kind_split(const profile::Profile& p, const double* misses, int max 
 void json_kinds(JsonWriter& w, const double* misses);
 // The header sentence: how the counts were obtained and how they were placed on data.
 std::string basis(const profile::Profile& p);
+
+// A group of heap objects: "struct row (allocated at main  phases.c:16)", "struct row (3
+// sites)", or without a type "objects allocated at main  phases.c:16 (type unknown)".
+std::string group_name(const std::string& type, size_t sites, uint32_t site, const profile::Profile& p, Namer& n);
+// An allocation site as JSON {"function", "file", "line"}, or null when unknown.
+void site_json(JsonWriter& w, uint32_t site, const profile::Profile& p, Namer& n);
 
 }  // namespace whymiss::report::datatypes

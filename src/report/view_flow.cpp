@@ -5,6 +5,7 @@
 
 #include "analysis/flow.h"
 #include "report/common.h"
+#include "report/data_view_common.h"
 #include "report/view.h"
 
 namespace whymiss::report {
@@ -14,26 +15,6 @@ std::string thread_name(uint32_t t) { return "T" + std::to_string(t); }
 
 std::string event(uint8_t kind, uint32_t thread) {
   return std::string(analysis::flow_kind_name(kind)) + " " + thread_name(thread);
-}
-
-// The group's name: its type, else where its objects were allocated.
-std::string group_name(const analysis::FlowGroup& g, const profile::Profile& p, Namer& n) {
-  std::string site;
-  if (g.site == profile::kNoSite || g.site >= p.sites.size()) site = "an unknown site";
-  else site = where(n.site(p.sites[g.site]));
-  if (!g.type.empty())
-    return printable(g.type) + (g.sites.size() > 1 ? " (" + std::to_string(g.sites.size()) + " sites)"
-                                                   : " (allocated at " + site + ")");
-  return "objects allocated at " + site + " (type unknown)";
-}
-
-void site_json(JsonWriter& w, uint32_t site, const profile::Profile& p, Namer& n) {
-  if (site == profile::kNoSite || site >= p.sites.size()) {
-    w.null();
-    return;
-  }
-  const CodeLoc c = n.site(p.sites[site]);
-  w.begin_object().field("function", c.function).field("file", c.file).field("line", c.line).end_object();
 }
 
 class FlowView : public View {
@@ -73,7 +54,7 @@ class FlowView : public View {
         out << "\n(" << f.groups.size() - limit << " more groups; --format json lists all)\n";
         break;
       }
-      out << "\n" << group_name(g, in.profile, in.names) << "\n";
+      out << "\n" << datatypes::group_name(g.type, g.sites.size(), g.site, in.profile, in.names) << "\n";
       if (!g.path.empty()) {
         out << "  path: " << event(profile::kFlowAlloc, g.steps[g.path[0]].from);
         for (size_t i : g.path) out << " -> " << event(g.steps[i].to_kind, g.steps[i].to);
@@ -113,7 +94,7 @@ class FlowView : public View {
       w.key("type");
       if (g.type.empty()) w.null(); else w.value(g.type);
       w.key("alloc_site");
-      site_json(w, g.site, in.profile, in.names);
+      datatypes::site_json(w, g.site, in.profile, in.names);
       w.field("sites", uint64_t(g.sites.size()));
       w.field("handovers", g.handovers).field("charged", g.charged).field("cross_thread", g.cross_thread);
       w.key("path").begin_array();

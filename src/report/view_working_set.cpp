@@ -4,6 +4,7 @@
 
 #include "analysis/working_set.h"
 #include "report/common.h"
+#include "report/data_view_common.h"
 #include "report/view.h"
 
 namespace whymiss::report {
@@ -11,13 +12,7 @@ namespace {
 
 std::string group_name(const analysis::WsGroup& g, const profile::Profile& p, Namer& n) {
   if (!g.heap) return "data outside the heap (globals, stacks, the runtime's own)";
-  std::string site;
-  if (g.site == profile::kNoSite || g.site >= p.sites.size()) site = "an unknown site";
-  else site = where(n.site(p.sites[g.site]));
-  if (!g.type.empty())
-    return printable(g.type) + (g.sites.size() > 1 ? " (" + std::to_string(g.sites.size()) + " sites)"
-                                                   : " (allocated at " + site + ")");
-  return "objects allocated at " + site + " (type unknown)";
+  return datatypes::group_name(g.type, g.sites.size(), g.site, p, n);
 }
 
 constexpr size_t kTextRows = 16;  // time buckets per group in text
@@ -127,12 +122,8 @@ class WorkingSetView : public View {
       if (g.type.empty()) w.null(); else w.value(g.type);
       w.field("heap", g.heap);
       w.key("alloc_site");
-      if (!g.heap || g.site == profile::kNoSite || g.site >= in.profile.sites.size()) {
-        w.null();
-      } else {
-        const CodeLoc c = in.names.site(in.profile.sites[g.site]);
-        w.begin_object().field("function", c.function).field("file", c.file).field("line", c.line).end_object();
-      }
+      if (g.heap) datatypes::site_json(w, g.site, in.profile, in.names);
+      else w.null();
       w.field("sites", uint64_t(g.sites.size()));
       w.key("peak").begin_array();
       for (size_t l = 0; l < nl; ++l) w.value(g.peak[l]);

@@ -68,7 +68,7 @@ void text_predicted_fix(std::ostream& out, const profile::Profile& p, const anal
 
 void text_latent(std::ostream& out, const profile::Profile& p, const analysis::Predictions& pr, Namer& n) {
   if (pr.latent.empty()) return;
-  out << "\nLatent false sharing (none at today's placement; predicted elsewhere) [" << pr.log_how
+  out << "\nLatent false sharing (predicted at other placements, well above today's) [" << pr.log_how
       << ", each object's accesses alone, in the recorded interleaving]:\n";
   // One entry per object: its threads' bytes, then each placement that shares a line.
   for (size_t i = 0; i < pr.latent.size();) {

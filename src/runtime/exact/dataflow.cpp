@@ -98,7 +98,6 @@ PageMemo* g_page_memo = nullptr;
 
 struct Walk {
   Sample* s;
-  uint64_t attaches;
 };
 
 struct Found {
@@ -162,7 +161,7 @@ void take_sample(Sample& s, uint64_t misses) {
   s.l1_misses = misses;
   s.ngroups = 0;
   std::memset(g_page_memo, 0, sizeof(PageMemo) * kPageMemos);
-  Walk w{&s, 0};
+  Walk w{&s};
   g_sim->for_each_line(count_line, &w, kWsMaxWalk);
 }
 
