@@ -13,12 +13,68 @@
 namespace whymiss::profile {
 namespace {
 
+// Format 1's checksum, byte by byte: about 1 byte per 4 cycles (a multiply chain), which made
+// it a visible part of writing and reading the 32 MiB access log. Still read, never written.
 uint64_t fnv1a(uint64_t h, const void* data, size_t n) {
   const auto* p = static_cast<const uint8_t*>(data);
   for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
   return h;
 }
 constexpr uint64_t kFnvBasis = 0xcbf29ce484222325ull;
+
+inline uint64_t rotl(uint64_t v, int r) { return (v << r) | (v >> (64 - r)); }
+
+// Format 2's checksum (see Checksum in profile.h): the same value whatever pieces the bytes come
+// in. Word i of the stream (8 bytes, little-endian) goes into lane i % 4; the lanes are four
+// independent multiply chains, so a 32-byte block costs about one multiply's latency.
+class Summer {
+ public:
+  void add(const void* data, size_t n) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    bytes_ += n;
+    if (npending_ != 0) {
+      const size_t take = std::min(n, sizeof pending_ - npending_);
+      std::memcpy(pending_ + npending_, p, take);
+      npending_ += take;
+      p += take;
+      n -= take;
+      if (npending_ < sizeof pending_) return;
+      block(pending_);
+      npending_ = 0;
+    }
+    for (; n >= sizeof pending_; p += sizeof pending_, n -= sizeof pending_) block(p);
+    std::memcpy(pending_, p, n);
+    npending_ = n;
+  }
+  uint64_t value() const {
+    uint64_t lane[4] = {lane_[0], lane_[1], lane_[2], lane_[3]};
+    for (size_t at = 0, j = 0; at < npending_; at += 8, ++j) {
+      uint64_t w = 0;  // a last partial word is padded with zeros (the byte count tells them apart)
+      std::memcpy(&w, pending_ + at, std::min<size_t>(8, npending_ - at));
+      lane[j] = step(lane[j], w, j);
+    }
+    uint64_t h = bytes_ * kMul[0];
+    for (int j = 0; j < 4; ++j) h = rotl(h ^ (lane[j] * kMul[j]), 27) * kMul[(j + 1) & 3];
+    h ^= h >> 31;
+    h *= kMul[2];
+    h ^= h >> 29;
+    return h;
+  }
+
+ private:
+  static constexpr uint64_t kMul[4] = {0x9e3779b97f4a7c15ull, 0xd6e8feb86659fd93ull,
+                                       0xa0761d6478bd642full, 0xe7037ed1a0b428dbull};
+  static uint64_t step(uint64_t lane, uint64_t w, size_t j) { return rotl((lane ^ w) * kMul[j], 29); }
+  void block(const uint8_t* p) {
+    uint64_t w[4];
+    std::memcpy(w, p, sizeof w);
+    for (size_t j = 0; j < 4; ++j) lane_[j] = step(lane_[j], w[j], j);
+  }
+  uint64_t lane_[4] = {1, 2, 3, 4};
+  uint8_t pending_[32];
+  size_t npending_ = 0;
+  uint64_t bytes_ = 0;
+};
 
 bool write_all(int fd, const void* data, size_t n) {
   const char* p = static_cast<const char*>(data);
@@ -88,16 +144,17 @@ bool encode(const SectionData* sections, uint32_t n, Sink sink) {
     s.offset = offset;
     return s;
   };
-  uint64_t sum = kFnvBasis, offset = data_start;
+  Summer sum;
+  uint64_t offset = data_start;
   for (uint32_t i = 0; i < n; ++i) {
     SectionHeader s = section_header(i, offset);
     offset += s.count * s.record_size;
-    sum = fnv1a(sum, &s, sizeof s);
+    sum.add(&s, sizeof s);
   }
   for (uint32_t i = 0; i < n; ++i)
-    sum = fnv1a(sum, sections[i].data, size_t(sections[i].count) * sections[i].record_size);
+    sum.add(sections[i].data, size_t(sections[i].count) * sections[i].record_size);
   h.file_size = offset;
-  h.checksum = sum;
+  h.checksum = sum.value();
   if (!sink.put(sink.ctx, &h, sizeof h)) return false;
   offset = data_start;
   for (uint32_t i = 0; i < n; ++i) {
@@ -113,6 +170,12 @@ bool encode(const SectionData* sections, uint32_t n, Sink sink) {
 }
 
 }  // namespace
+
+uint64_t checksum(const void* data, size_t n) {
+  Summer s;
+  s.add(data, n);
+  return s.value();
+}
 
 int write_profile_fd(int fd, const SectionData* sections, uint32_t n) {
   errno = 0;
@@ -269,14 +332,16 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
   if (size < sizeof h) return bad("it is too short to hold a header");
   std::memcpy(&h, data, sizeof h);
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) return bad("it does not start with the whymiss magic number");
-  if (h.version != kVersion)
+  if (h.version != kVersion && h.version != kOldestVersion)
     return make_error("'" + name + "' is a whymiss profile of format version " +
-                      std::to_string(h.version) + ", but this whymiss reads version " +
-                      std::to_string(kVersion));
+                      std::to_string(h.version) + ", but this whymiss reads versions " +
+                      std::to_string(kOldestVersion) + " to " + std::to_string(kVersion));
   if (h.file_size != size)
     return bad("it is " + std::to_string(size) + " bytes but its header says " +
                std::to_string(h.file_size) + " (truncated or appended to)");
-  if (fnv1a(kFnvBasis, data + sizeof h, size - sizeof h) != h.checksum)
+  const uint64_t sum = h.version == 1 ? fnv1a(kFnvBasis, data + sizeof h, size - sizeof h)
+                                      : checksum(data + sizeof h, size - sizeof h);
+  if (sum != h.checksum)
     return bad("its checksum does not match (the file is corrupt)");
   if (h.section_count > 64 || sizeof h + uint64_t(h.section_count) * sizeof(SectionHeader) > size)
     return bad("its section table does not fit in the file");
@@ -464,7 +529,8 @@ Result<Profile> read_profile(const std::string& path) {
     return parse_profile(buf.data(), size_t(got), name);  // its sentence says what is wrong
   FileHeader h;
   std::memcpy(&h, buf.data(), sizeof h);
-  if (h.version != kVersion) return parse_profile(buf.data(), buf.size(), name);
+  if (h.version != kVersion && h.version != kOldestVersion)
+    return parse_profile(buf.data(), buf.size(), name);
   if (h.file_size < sizeof h || h.file_size > kMaxProfileBytes)
     return bad("its header gives an impossible size (" + std::to_string(h.file_size) + " bytes)");
   if (S_ISREG(st.st_mode) && uint64_t(st.st_size) != h.file_size)

@@ -2,10 +2,10 @@
 //
 // Layout: FileHeader, then `section_count` SectionHeaders, then the sections' bytes. Every
 // record is a fixed-size POD struct declared here; sizes are static_asserted so the format
-// cannot drift silently. The header carries the file size and an FNV-1a checksum of all bytes
-// after the header; a reader rejects a file whose magic, version, size, checksum or section
-// table does not hold. Writers write to a temporary file and rename it into place.
-// Integers are little-endian (x86-64 only). Strings live in the Strings section, referenced by
+// cannot drift silently. The header carries the file size and a checksum of all bytes after the
+// header (format 2: checksum() below; format 1, still read: FNV-1a 64); a reader rejects a file
+// whose magic, version, size, checksum or section table does not hold. Writers write to a
+// temporary file and rename it into place. Integers are little-endian (x86-64 only). Strings live in the Strings section, referenced by
 // byte offset; each is NUL-terminated.
 #pragma once
 #include <cstddef>
@@ -19,7 +19,10 @@
 namespace whymiss::profile {
 
 inline constexpr char kMagic[8] = {'W', 'H', 'Y', 'M', 'I', 'S', 'S', '\x1a'};
-inline constexpr uint32_t kVersion = 1;
+// Format 2 differs from 1 only in the checksum (word-wise instead of FNV-1a's byte-wise, ~10x
+// faster over exact mode's access log); both are read, 2 is written.
+inline constexpr uint32_t kVersion = 2;
+inline constexpr uint32_t kOldestVersion = 1;
 inline constexpr int kKinds = 6;      // sim::Outcome: hit, compulsory, capacity, conflict, TS, FS
 inline constexpr int kLevels = 4;     // kMaxLevels
 inline constexpr int kLineThreads = 8;   // threads remembered per shared line
@@ -92,7 +95,7 @@ struct FileHeader {
   uint32_t version;
   uint32_t section_count;
   uint64_t file_size;
-  uint64_t checksum;  // FNV-1a 64 of bytes [sizeof(FileHeader), file_size)
+  uint64_t checksum;  // of bytes [sizeof(FileHeader), file_size): checksum() (format 1: FNV-1a 64)
   uint8_t reserved[32];
 };
 static_assert(sizeof(FileHeader) == 64);
@@ -584,6 +587,11 @@ inline constexpr const char* kStdinName = "<stdin>";
 Result<Profile> read_profile(const std::string& path);
 // The same from bytes in memory (`name` is used in error sentences).
 Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::string& name);
+
+// Format 2's checksum of `n` bytes (FileHeader::checksum covers the bytes after the header): four
+// lanes of 64-bit multiply-rotate steps over the bytes' 8-byte words, then a fold with the byte
+// count. Detects corruption, not tampering. Async-signal-safe (no allocation).
+uint64_t checksum(const void* data, size_t n);
 
 // A section to write: `count` records of `record_size` bytes at `data`.
 struct SectionData {

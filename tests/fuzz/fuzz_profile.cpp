@@ -17,9 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FileHeader h;
     std::memcpy(&h, b.data(), sizeof h);
     h.file_size = size;
-    uint64_t sum = 0xcbf29ce484222325ull;
-    for (size_t i = sizeof h; i < size; ++i) sum = (sum ^ b[i]) * 0x100000001b3ull;
-    h.checksum = sum;
+    if (h.version == kOldestVersion) h.version = kVersion;  // (seeds of format 1: other sum)
+    h.checksum = checksum(b.data() + sizeof h, size - sizeof h);
     std::memcpy(b.data(), &h, sizeof h);
     auto r2 = parse_profile(b.data(), b.size(), "fuzz");
     if (!r2.ok() && r2.error().empty()) __builtin_trap();

@@ -270,6 +270,66 @@ TEST_F(ProfileFile, OtherVersionIsNamed) {
   EXPECT_NE(r.error().find("version 99"), std::string::npos) << r.error();
 }
 
+// Format 2's checksum: the writer streams it over section headers and records of many sizes; the
+// reader takes it over the file's bytes in one piece. Equal, or no profile would read back.
+TEST_F(ProfileFile, ChecksumCoversEveryByteAfterTheHeader) {
+  ASSERT_TRUE(write_profile(path_, sample()).ok());
+  auto b = bytes();
+  FileHeader h;
+  std::memcpy(&h, b.data(), sizeof h);
+  EXPECT_EQ(h.version, kVersion);
+  EXPECT_EQ(h.checksum, checksum(b.data() + sizeof h, b.size() - sizeof h));
+  // Any one flipped bit after the header, and a pair that a plain multiply chain would let
+  // cancel out (the top bit of two words four apart, i.e. of one lane), is a corrupt file.
+  const size_t n = b.size() - sizeof h;
+  ASSERT_GT(n, 64u);
+  for (size_t at : {size_t(0), size_t(7), n / 2, n - 1})
+    for (int bit : {0, 7}) {
+      auto c = b;
+      c[sizeof h + at] = char(c[sizeof h + at] ^ (1 << bit));
+      put(c);
+      auto r = read_profile(path_);
+      ASSERT_FALSE(r.ok()) << at << " " << bit;
+      EXPECT_NE(r.error().find("checksum"), std::string::npos) << r.error();
+    }
+  auto c = b;
+  c[sizeof h + 7] = char(c[sizeof h + 7] ^ 0x80);
+  c[sizeof h + 32 + 7] = char(c[sizeof h + 32 + 7] ^ 0x80);
+  put(c);
+  EXPECT_FALSE(read_profile(path_).ok());
+  // Pieces of any size give the value of the whole.
+  std::vector<uint8_t> data(1000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = uint8_t(i * 131 + 7);
+  EXPECT_NE(checksum(data.data(), 999), checksum(data.data(), 1000));
+  data.push_back(0);  // a zero byte more is another length: not the same sum
+  EXPECT_NE(checksum(data.data(), 1000), checksum(data.data(), 1001));
+}
+
+// Profiles written before format 2 (FNV-1a checksum) still read, with the same content.
+TEST_F(ProfileFile, FormatOneStillReads) {
+  ASSERT_TRUE(write_profile(path_, sample()).ok());
+  const auto now = read_profile(path_);
+  ASSERT_TRUE(now.ok()) << now.error();
+  auto b = bytes();
+  FileHeader h;
+  std::memcpy(&h, b.data(), sizeof h);
+  h.version = 1;
+  uint64_t sum = 0xcbf29ce484222325ull;
+  for (size_t i = sizeof h; i < b.size(); ++i) sum = (sum ^ uint8_t(b[i])) * 0x100000001b3ull;
+  h.checksum = sum;
+  std::memcpy(b.data(), &h, sizeof h);
+  put(b);
+  auto old = read_profile(path_);
+  ASSERT_TRUE(old.ok()) << old.error();
+  EXPECT_EQ(old.value().meta.accesses, now.value().meta.accesses);
+  EXPECT_EQ(old.value().instructions.size(), now.value().instructions.size());
+  // ... and a format-1 file is checked with format 1's sum, not format 2's.
+  h.checksum = checksum(b.data() + sizeof h, b.size() - sizeof h);
+  std::memcpy(b.data(), &h, sizeof h);
+  put(b);
+  EXPECT_FALSE(read_profile(path_).ok());
+}
+
 TEST_F(ProfileFile, MissingFileIsOneSentence) {
   auto r = read_profile((dir_ / "nope").string());
   ASSERT_FALSE(r.ok());
