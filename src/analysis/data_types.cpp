@@ -273,4 +273,46 @@ void name_finding_types(Analysis& a, const profile::Profile& p, TypeOracle& orac
   }
 }
 
+void name_latent_fields(Predictions& pr, const profile::Profile& p, TypeOracle& oracle) {
+  std::map<uint64_t, const DataType*> asked;  // by serial: the oracle is asked once per object
+  for (LatentFalseSharing& l : pr.latent) {
+    l.type.clear();
+    l.fields.clear();
+    auto it = asked.find(l.serial);
+    if (it == asked.end()) {
+      const DataType* t = nullptr;
+      for (const auto& o : p.objects)
+        if (o.serial == l.serial) {
+          t = oracle.heap_type(p, o);
+          break;
+        }
+      it = asked.emplace(l.serial, t).first;
+    }
+    const DataType* t = it->second;
+    if (!t || t->size == 0) continue;
+    l.type = t->name;
+    if (t->fields.empty()) continue;
+    for (const auto& runs : l.spans) {
+      // Members by their offset in the type; one step per member (or padding run) covered.
+      std::map<uint64_t, std::string> hit;
+      for (const auto& [begin, end] : runs)
+        for (uint64_t x = begin; x < end;) {
+          const uint64_t in = x % t->size, element = x - in;
+          if (const Field* f = field_at(*t, x)) {
+            hit.emplace(f->offset, f->name);
+            x = element + f->offset + f->size;
+            continue;
+          }
+          hit.emplace(in, "(padding)");
+          auto next = std::upper_bound(t->fields.begin(), t->fields.end(), in,
+                                       [](uint64_t v, const Field& f) { return v < f.offset; });
+          x = element + (next == t->fields.end() ? t->size : next->offset);
+        }
+      auto& names = l.fields.emplace_back();
+      for (const auto& [off, name] : hit)
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+  }
+}
+
 }  // namespace whymiss::analysis

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "analysis/predict.h"
 #include "analysis/types.h"
 #include "model/profile.h"
 
@@ -87,5 +88,11 @@ DataTypes data_types(const profile::Profile& p, TypeOracle& types);
 // or global its instructions' sampled miss addresses fall in (sharing findings: the line's
 // written granules first).
 void name_finding_types(Analysis& a, const profile::Profile& p, TypeOracle& types);
+
+// Fills each latent false-sharing case's type and per-thread fields where the oracle knows the
+// heap object's type: the members each thread's bytes (LatentFalseSharing::spans, offsets from
+// the object's start at today's placement, taken modulo the type's size for an array of it)
+// cover. Unknown types leave both empty.
+void name_latent_fields(Predictions& pr, const profile::Profile& p, TypeOracle& types);
 
 }  // namespace whymiss::analysis

@@ -198,6 +198,49 @@ TEST(DataTypes, FindingsNamedWithTypeAndField) {
   EXPECT_EQ(a.findings[2].data_type, "");  // unknown stays unknown
 }
 
+TEST(DataTypes, LatentCasesNamedWithEachThreadsFields) {
+  Profile p = base();
+  p.objects = {object(1, 0x10000, 3200, 0), object(2, 0x20000, 3200, 1)};
+  LatentFalseSharing typed;
+  typed.serial = 1;
+  typed.threads = {1, 2, 3};
+  typed.spans = {{{32 * 3, 32 * 3 + 8}},                       // element 3's a
+                 {{32 * 7 + 12, 32 * 7 + 20}},                 // element 7: b's end, pad[]'s start
+                 {{32 * 2 + 20, 32 * 3 + 4}, {32 * 9 + 8, 32 * 9 + 9}}};  // pad[], a; then b
+  LatentFalseSharing untyped = typed;
+  untyped.serial = 2;  // site 1: unknown
+  Predictions pr;
+  pr.latent = {typed, untyped};
+  FakeTypes types;
+  name_latent_fields(pr, p, types);
+  EXPECT_EQ(pr.latent[0].type, "struct pair");
+  // Per thread, by offset in the type (an array of pairs: offsets modulo 32).
+  const std::vector<std::vector<std::string>> want = {{"a"}, {"b", "pad[]"}, {"a", "b", "pad[]"}};
+  EXPECT_EQ(pr.latent[0].fields, want);
+  EXPECT_EQ(pr.latent[1].type, "");  // unknown stays unknown
+  EXPECT_TRUE(pr.latent[1].fields.empty());
+}
+
+TEST(DataTypes, LatentFieldsNamePaddingAndScalarsHaveNone) {
+  Profile p = base();
+  p.objects = {object(1, 0x10000, 64, 0)};
+  Predictions pr;
+  LatentFalseSharing l;
+  l.serial = 1;
+  l.threads = {0, 1};
+  l.spans = {{{4, 8}}, {{2, 10}}};  // the hole after x; x, the hole and y
+  pr.latent = {l};
+  FakeTypes types;
+  types.pair = {"struct s", 16, {{"x", 0, 4}, {"y", 8, 8}}};
+  name_latent_fields(pr, p, types);
+  const std::vector<std::vector<std::string>> want = {{"(padding)"}, {"x", "(padding)", "y"}};
+  EXPECT_EQ(pr.latent[0].fields, want);
+  types.pair = {"long int", 8, {}};  // a scalar: its name, no members
+  name_latent_fields(pr, p, types);
+  EXPECT_EQ(pr.latent[0].type, "long int");
+  EXPECT_TRUE(pr.latent[0].fields.empty());
+}
+
 TEST(FieldAt, OffsetsWithinArraysAndPadding) {
   DataType t{"struct s", 16, {{"x", 0, 4}, {"y", 8, 8}}};
   EXPECT_EQ(field_at(t, 0)->name, "x");
