@@ -212,6 +212,7 @@ void write_json(std::ostream& out, const profile::Profile& p, const analysis::An
     json_finding_mrc(w, p, f);
     if (!f.data_type.empty()) w.field("type", f.data_type);
     if (!f.data_field.empty()) w.field("field", f.data_field);
+    if (!f.data_type.empty() && !f.data_how.empty()) w.field("type_how", f.data_how);
     json_predicted_fix(w, p, pred.fixes[i]);
     w.field("suggestion", f.suggestion).end_object();
   }
@@ -354,6 +355,7 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
     if (!f.data_type.empty()) {
       ev << (ev.tellp() ? "; " : "") << "type " << f.data_type;
       if (!f.data_field.empty()) ev << ", field " << f.data_field;
+      if (!f.data_how.empty()) ev << " [" << f.data_how << "]";
     }
     if (ev.tellp()) out << "   evidence: " << ev.str() << "\n";
     out << "   fix: " << f.suggestion << "\n";

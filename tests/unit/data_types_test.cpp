@@ -194,8 +194,37 @@ TEST(DataTypes, FindingsNamedWithTypeAndField) {
   name_finding_types(a, p, types);
   EXPECT_EQ(a.findings[0].data_type, "struct pair");
   EXPECT_EQ(a.findings[0].data_field, "b");
+  EXPECT_EQ(a.findings[0].data_how, "sampled: 1 of 1 sampled miss address");
   EXPECT_EQ(a.findings[1].data_field, "pad[]");
+  EXPECT_EQ(a.findings[1].data_how, "counted: the bytes the threads wrote on the line");  // exact mode
   EXPECT_EQ(a.findings[2].data_type, "");  // unknown stays unknown
+  EXPECT_EQ(a.findings[2].data_how, "");
+  p.meta.mode = uint32_t(Mode::Soft);  // the line's bytes from samples
+  a.findings = {sharing};
+  name_finding_types(a, p, types);
+  EXPECT_EQ(a.findings[0].data_how, "sampled: the bytes the threads wrote on the line");
+}
+
+TEST(DataTypes, FindingNamedWithTheFieldMostSampledAddressesFallIn) {
+  Profile p = base();
+  p.objects = {object(1, 0x10000, 3200, 0)};
+  InstructionRecord i{}, j{};
+  i.ip = 0x400100;
+  i.sample_addrs[0] = 0x10000 + 32 * 2;      // a
+  i.sample_addrs[1] = 0x10000 + 32 * 5 + 9;  // b
+  i.sample_addrs[2] = 0x90000;               // no known data
+  j.ip = 0x400200;
+  j.sample_addrs[0] = 0x10000 + 32 * 6 + 8;  // b
+  j.sample_addrs[1] = 0x10000 + 32 * 5 + 9;  // b again: the same address counts once
+  p.instructions = {i, j};
+  Analysis a;
+  Finding f;
+  f.instructions = {{0x400100, 10}, {0x400200, 5}};
+  a.findings = {f};
+  FakeTypes types;
+  name_finding_types(a, p, types);
+  EXPECT_EQ(a.findings[0].data_field, "b");  // 2 addresses, against a's 1
+  EXPECT_EQ(a.findings[0].data_how, "sampled: 2 of 4 sampled miss addresses");
 }
 
 TEST(DataTypes, LatentCasesNamedWithEachThreadsFields) {
