@@ -98,13 +98,14 @@ void text_latent(std::ostream& out, const profile::Profile& p, const analysis::P
     const auto& l = pr.latent[i];
     out << "   heap object of " << l.size << " bytes" << (l.type.empty() ? "" : " (" + printable(l.type) + ")")
         << " at " << hex(l.start) << " (allocated at " << site_text(p, l.site, n) << " by thread "
-        << l.alloc_thread << "):";
+        << l.alloc_thread << "):\n";
+    // One line per thread: its bytes of the object, and the fields they are when known.
     for (size_t t = 0; t < l.threads.size(); ++t) {
-      out << " thread " << l.threads[t] << " " << l.bytes[t];
+      out << "      thread " << l.threads[t] << " " << l.bytes[t];
       if (t < l.fields.size()) out << " (" << fields_text(l.fields[t]) << ")";
-      out << ";";
+      out << "\n";
     }
-    out << "\n      false-sharing misses today " << thousands(l.today_misses) << "; predicted:";
+    out << "      false-sharing misses today " << thousands(l.today_misses) << "; predicted:";
     for (; i < pr.latent.size() && pr.latent[i].serial == l.serial; ++i) {
       const auto& c = pr.latent[i];
       out << " " << c.trigger;

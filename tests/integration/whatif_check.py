@@ -144,7 +144,7 @@ def latent(whymiss, prog):
                 return 1
         # The text report names them too: each worker's bytes, then its member.
         r = run(whymiss, "report", "-i", os.path.join(tmp, "today.data"))
-        for want_text in ("(struct near_stats)", *(f"thread {t} {FIELD_BYTES[t]} ({FIELDS[t]});" for t in (1, 2))):
+        for want_text in ("(struct near_stats)", *(f" thread {t} {FIELD_BYTES[t]} ({FIELDS[t]})\n" for t in (1, 2))):
             if want_text not in r.stdout:
                 print(f"FAIL: the text report lacks '{want_text}':\n{r.stdout}")
                 return 1

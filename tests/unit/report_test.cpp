@@ -228,8 +228,8 @@ TEST(Report, LatentFalseSharingNamesEachThreadsFields) {
   }
   const std::string text = render(p, Format::Text, types);
   EXPECT_NE(text.find("heap object of 512 bytes (struct stats) at 0x7f0000010000"), std::string::npos) << text;
-  EXPECT_NE(text.find("thread 0 writes 40-47 (sent); thread 1 writes 64-71 (received);"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("\n      thread 0 writes 40-47 (sent)\n      thread 1 writes 64-71 (received)\n"),
+            std::string::npos) << text;
 }
 
 TEST(Report, LatentFalseSharingOfUnknownTypeNamesNoFields) {
@@ -243,7 +243,7 @@ TEST(Report, LatentFalseSharingOfUnknownTypeNamesNoFields) {
   }
   const std::string text = render(p, Format::Text, types);
   EXPECT_NE(text.find("heap object of 512 bytes at 0x7f0000010000"), std::string::npos) << text;
-  EXPECT_NE(text.find("thread 0 writes 40-47; thread 1 writes 64-71;"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n      thread 0 writes 40-47\n      thread 1 writes 64-71\n"), std::string::npos) << text;
   // No debug information at all (NoTypes): the same.
   EXPECT_EQ(render(latent_stats(0), Format::Text), text);
 }
