@@ -60,7 +60,8 @@ struct LatentFalseSharing {
   // From the debug information, by name_latent_fields() (analysis/data_types.h); left empty when
   // it does not know the object's type (never guessed). `fields`: per thread (same order), the
   // members its spans cover, by offset ("(padding)" for bytes between members); empty when the
-  // type is unknown or has no members (a scalar).
+  // type is unknown or has no members (a scalar); a thread's list is empty when it used only
+  // bytes past the first 64 KiB.
   std::string type;
   std::vector<std::vector<std::string>> fields;
 };

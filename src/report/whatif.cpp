@@ -102,7 +102,7 @@ void text_latent(std::ostream& out, const profile::Profile& p, const analysis::P
     // One line per thread: its bytes of the object, and the fields they are when known.
     for (size_t t = 0; t < l.threads.size(); ++t) {
       out << "      thread " << l.threads[t] << " " << l.bytes[t];
-      if (t < l.fields.size()) out << " (" << fields_text(l.fields[t]) << ")";
+      if (t < l.fields.size() && !l.fields[t].empty()) out << " (" << fields_text(l.fields[t]) << ")";
       out << "\n";
     }
     out << "      false-sharing misses today " << thousands(l.today_misses) << "; predicted:";

@@ -256,13 +256,13 @@ TEST(DataTypes, LatentFieldsNamePaddingAndScalarsHaveNone) {
   Predictions pr;
   LatentFalseSharing l;
   l.serial = 1;
-  l.threads = {0, 1};
-  l.spans = {{{4, 8}}, {{2, 10}}};  // the hole after x; x, the hole and y
+  l.threads = {0, 1, 2};
+  l.spans = {{{4, 8}}, {{2, 10}}, {}};  // the hole after x; x, the hole and y; nothing tracked
   pr.latent = {l};
   FakeTypes types;
   types.pair = {"struct s", 16, {{"x", 0, 4}, {"y", 8, 8}}};
   name_latent_fields(pr, p, types);
-  const std::vector<std::vector<std::string>> want = {{"(padding)"}, {"x", "(padding)", "y"}};
+  const std::vector<std::vector<std::string>> want = {{"(padding)"}, {"x", "(padding)", "y"}, {}};
   EXPECT_EQ(pr.latent[0].fields, want);
   types.pair = {"long int", 8, {}};  // a scalar: its name, no members
   name_latent_fields(pr, p, types);
