@@ -88,6 +88,9 @@ struct Finding {
   // The data's type and the field missed on, when the debug information says
   // (name_finding_types() in data_types.h); empty when unknown.
   std::string data_type, data_field;
+  // How they were placed, when known: "counted: ..." (exact mode's byte masks of the shared
+  // line) or "sampled: ..." ("3 of 4 sampled miss addresses"; soft mode's masks).
+  std::string data_how;
 };
 
 struct Analysis {

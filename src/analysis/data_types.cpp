@@ -240,11 +240,11 @@ void name_finding_types(Analysis& a, const profile::Profile& p, TypeOracle& orac
   for (const auto& ir : p.instructions) by_ip[ir.ip] = &ir;
   const uint32_t line = p.geometry.line();
   const uint32_t granule = line >= 64 ? line / 64 : 1;
+  // Line masks are kept for every access in exact mode; elsewhere they come from samples.
+  const std::string masks_how = p.meta.mode == uint32_t(profile::Mode::Exact) ? "counted: " : "sampled: ";
   for (Finding& f : a.findings) {
     Place found;
-    auto take = [&](const Place& pl) {
-      if (!found.type && pl.type) found = pl;
-    };
+    std::string how;
     uint64_t serials[kRefs] = {};
     for (size_t i = 0; i < f.objects.size() && i < size_t(kRefs); ++i) serials[i] = f.objects[i].serial;
     // Sharing: the bytes the threads wrote, then any they used.
@@ -252,24 +252,100 @@ void name_finding_types(Analysis& a, const profile::Profile& p, TypeOracle& orac
       for (int pass = 0; pass < 2 && !found.type; ++pass)
         for (const LineThread& t : f.line_threads) {
           const uint64_t mask = pass == 0 ? t.write_mask : t.read_mask | t.write_mask;
-          for (uint32_t g = 0; g < 64 && mask >> g; ++g)
-            if (mask >> g & 1) take(index.at(f.line_addr + g * granule, serials, kRefs));
+          for (uint32_t g = 0; g < 64 && mask >> g && !found.type; ++g)
+            if (mask >> g & 1) {
+              const Place pl = index.at(f.line_addr + g * granule, serials, kRefs);
+              if (pl.type) {
+                found = pl;
+                how = masks_how + (pass == 0 ? "the bytes the threads wrote on the line"
+                                             : "the bytes the threads used on the line");
+              }
+            }
         }
     }
-    for (const InstrRef& ins : f.instructions) {
-      if (found.type) break;
-      auto it = by_ip.find(ins.ip);
-      if (it == by_ip.end()) continue;
-      for (int i = 0; i < kRefs && it->second->sample_addrs[i]; ++i)
-        take(index.at(it->second->sample_addrs[i], it->second->objects, kRefs));
+    // Else the instructions' sampled miss addresses (at most kRefs each): the type and field
+    // most of them fall in (the first such on a tie), and how many do.
+    if (!found.type) {
+      std::set<uint64_t> addrs;
+      std::vector<std::pair<Place, size_t>> votes;  // by first appearance
+      for (const InstrRef& ins : f.instructions) {
+        auto it = by_ip.find(ins.ip);
+        if (it == by_ip.end()) continue;
+        for (int i = 0; i < kRefs && it->second->sample_addrs[i]; ++i) {
+          if (!addrs.insert(it->second->sample_addrs[i]).second) continue;
+          const Place pl = index.at(it->second->sample_addrs[i], it->second->objects, kRefs);
+          if (!pl.type) continue;
+          auto v = std::find_if(votes.begin(), votes.end(), [&](const auto& x) {
+            return x.first.type == pl.type && field_name(x.first) == field_name(pl);
+          });
+          if (v == votes.end()) votes.push_back({pl, 1});
+          else ++v->second;
+        }
+      }
+      size_t best = 0;
+      for (size_t i = 1; i < votes.size(); ++i)
+        if (votes[i].second > votes[best].second) best = i;
+      if (!votes.empty()) {
+        found = votes[best].first;
+        how = "sampled: " + std::to_string(votes[best].second) + " of " + std::to_string(addrs.size()) +
+              " sampled miss address" + (addrs.size() == 1 ? "" : "es");
+      }
     }
+    // Else an address the analysis kept for the finding's data.
     for (const ObjectRef& o : f.objects) {
       if (found.type || !o.sample_addr) break;
-      take(index.at(o.sample_addr, serials, kRefs));
+      const Place pl = index.at(o.sample_addr, serials, kRefs);
+      if (pl.type) {
+        found = pl;
+        how = "sampled: one address of the finding's data";
+      }
     }
     if (!found.type) continue;
     f.data_type = found.type->name;
     f.data_field = found.type->fields.empty() ? "" : field_name(found);
+    f.data_how = how;
+  }
+}
+
+void name_latent_fields(Predictions& pr, const profile::Profile& p, TypeOracle& oracle) {
+  std::map<uint64_t, const DataType*> asked;  // by serial: the oracle is asked once per object
+  for (LatentFalseSharing& l : pr.latent) {
+    l.type.clear();
+    l.fields.clear();
+    auto it = asked.find(l.serial);
+    if (it == asked.end()) {
+      const DataType* t = nullptr;
+      for (const auto& o : p.objects)
+        if (o.serial == l.serial) {
+          t = oracle.heap_type(p, o);
+          break;
+        }
+      it = asked.emplace(l.serial, t).first;
+    }
+    const DataType* t = it->second;
+    if (!t || t->size == 0) continue;
+    l.type = t->name;
+    if (t->fields.empty()) continue;
+    for (const auto& runs : l.spans) {
+      // Members by their offset in the type; one step per member (or padding run) covered.
+      std::map<uint64_t, std::string> hit;
+      for (const auto& [begin, end] : runs)
+        for (uint64_t x = begin; x < end;) {
+          const uint64_t in = x % t->size, element = x - in;
+          if (const Field* f = field_at(*t, x)) {
+            hit.emplace(f->offset, f->name);
+            x = element + f->offset + f->size;
+            continue;
+          }
+          hit.emplace(in, "(padding)");
+          auto next = std::upper_bound(t->fields.begin(), t->fields.end(), in,
+                                       [](uint64_t v, const Field& f) { return v < f.offset; });
+          x = element + (next == t->fields.end() ? t->size : next->offset);
+        }
+      auto& names = l.fields.emplace_back();
+      for (const auto& [off, name] : hit)
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
   }
 }
 

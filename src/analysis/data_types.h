@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "analysis/predict.h"
 #include "analysis/types.h"
 #include "model/profile.h"
 
@@ -83,9 +84,15 @@ struct DataTypes {
 
 DataTypes data_types(const profile::Profile& p, TypeOracle& types);
 
-// Fills each finding's data_type / data_field where its data has a known type: the heap object
-// or global its instructions' sampled miss addresses fall in (sharing findings: the line's
-// written granules first).
+// Fills each finding's data_type / data_field where its data has a known type, and data_how:
+// sharing findings by the line's written (then used) granules, first; else the heap object or
+// global, and field, that most of its instructions' sampled miss addresses fall in.
 void name_finding_types(Analysis& a, const profile::Profile& p, TypeOracle& types);
+
+// Fills each latent false-sharing case's type and per-thread fields where the oracle knows the
+// heap object's type: the members each thread's bytes (LatentFalseSharing::spans, offsets from
+// the object's start at today's placement, taken modulo the type's size for an array of it)
+// cover. Unknown types leave both empty.
+void name_latent_fields(Predictions& pr, const profile::Profile& p, TypeOracle& types);
 
 }  // namespace whymiss::analysis

@@ -313,6 +313,14 @@ void latent(const Profile& p, double scale, const PredictKnobs& k, Predictions* 
         const std::string w = ranges_text(b, 2), r = ranges_text(b, 1);
         l.bytes.push_back((w.empty() ? "" : "writes " + w) + (w.empty() || r.empty() ? "" : ", ") +
                           (r.empty() ? "" : "reads " + r));
+        auto& runs = l.spans.emplace_back();
+        for (size_t x = 0; x < b.size();) {
+          if (!b[x]) { ++x; continue; }
+          size_t y = x;
+          while (y < b.size() && b[y]) ++y;
+          runs.push_back({x, y});
+          x = y;
+        }
       }
       out->latent.push_back(std::move(l));
     };

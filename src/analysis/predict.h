@@ -21,6 +21,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/analysis.h"
@@ -53,6 +54,16 @@ struct LatentFalseSharing {
   uint64_t today_misses = 0;      // the same replay at today's placement and line size
   std::vector<uint32_t> threads;
   std::vector<std::string> bytes;  // per thread (same order): "writes 40-47, reads 0-7"
+  // Per thread (same order): the runs of the object's bytes it read or wrote, [begin, end) from
+  // the object's start at today's placement (its first 64 KiB). For naming the fields.
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> spans;
+  // From the debug information, by name_latent_fields() (analysis/data_types.h); left empty when
+  // it does not know the object's type (never guessed). `fields`: per thread (same order), the
+  // members its spans cover, by offset ("(padding)" for bytes between members); empty when the
+  // type is unknown or has no members (a scalar); a thread's list is empty when it used only
+  // bytes past the first 64 KiB.
+  std::string type;
+  std::vector<std::vector<std::string>> fields;
 };
 
 struct Predictions {

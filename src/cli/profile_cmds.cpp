@@ -520,7 +520,7 @@ int report(const ReportConfig& c, profile::Profile& p, const std::string& name,
   if (c.view) {
     report::write_view(text, *c.view, {p, a, names, types, o}, c.format);
   } else {
-    report::write_report(text, p, a, names, o);
+    report::write_report(text, p, a, names, types, o);
   }
   if (!c.output.empty()) {
     if (auto st = write_output(c.output, text.view(), {OutputKind::Report, c.force}); !st)

@@ -106,7 +106,7 @@ void json_chain(JsonWriter& w, const std::vector<CodeLoc>& chain) {
 }
 
 void write_json(std::ostream& out, const profile::Profile& p, const analysis::Analysis& a,
-                Namer& n, const Options& o) {
+                Namer& n, analysis::TypeOracle& types, const Options& o) {
   JsonWriter w(out);
   w.begin_object();
   w.field("tool", "whymiss").field("schema_version", 1).field("mode", mode_name(p.meta.mode));
@@ -150,7 +150,7 @@ void write_json(std::ostream& out, const profile::Profile& p, const analysis::An
   }
   w.end_array().end_object();
   json_program_mrc(w, p);
-  const analysis::Predictions pred = predictions(p, a.findings, n, o.max_findings);
+  const analysis::Predictions pred = predictions(p, a.findings, n, types, o.max_findings);
   json_latent(w, p, pred, n);
   w.key("findings").begin_array();
   for (size_t i = 0; i < a.findings.size() && i < o.max_findings; ++i) {
@@ -212,6 +212,7 @@ void write_json(std::ostream& out, const profile::Profile& p, const analysis::An
     json_finding_mrc(w, p, f);
     if (!f.data_type.empty()) w.field("type", f.data_type);
     if (!f.data_field.empty()) w.field("field", f.data_field);
+    if (!f.data_type.empty() && !f.data_how.empty()) w.field("type_how", f.data_how);
     json_predicted_fix(w, p, pred.fixes[i]);
     w.field("suggestion", f.suggestion).end_object();
   }
@@ -241,7 +242,7 @@ std::string upper(std::string s) {
 }
 
 void write_text(std::ostream& out, const profile::Profile& p, const analysis::Analysis& a,
-                Namer& n, const Options& o) {
+                Namer& n, analysis::TypeOracle& types, const Options& o) {
   const bool exact = p.meta.mode == uint32_t(profile::Mode::Exact);
   out << "whymiss report: " << mode_name(p.meta.mode) << " mode — "
       << (exact ? "every instrumented access counted by simulating the cache hierarchy\n"
@@ -289,7 +290,7 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
   }
   }
   out << "\n";
-  const analysis::Predictions pred = predictions(p, a.findings, n, o.max_findings);
+  const analysis::Predictions pred = predictions(p, a.findings, n, types, o.max_findings);
   if (a.findings.empty()) out << "No significant cache problem found.\n";
   else out << "Findings, most costly first (cost = misses x modelled stall cycles):\n";
   for (size_t i = 0; i < a.findings.size() && i < o.max_findings; ++i) {
@@ -354,6 +355,7 @@ void write_text(std::ostream& out, const profile::Profile& p, const analysis::An
     if (!f.data_type.empty()) {
       ev << (ev.tellp() ? "; " : "") << "type " << f.data_type;
       if (!f.data_field.empty()) ev << ", field " << f.data_field;
+      if (!f.data_how.empty()) ev << " [" << f.data_how << "]";
     }
     if (ev.tellp()) out << "   evidence: " << ev.str() << "\n";
     out << "   fix: " << f.suggestion << "\n";
@@ -405,14 +407,14 @@ const char* mode_name(uint32_t mode) {
 }
 
 void write_report(std::ostream& out, const profile::Profile& p, const analysis::Analysis& a,
-                  Namer& names, const Options& o) {
-  if (o.format == Format::Json) write_json(out, p, a, names, o);
+                  Namer& names, analysis::TypeOracle& types, const Options& o) {
+  if (o.format == Format::Json) write_json(out, p, a, names, types, o);
   else if (o.format == Format::Cachegrind) write_cachegrind(out, p, names);
   else if (o.format == Format::Html) write_html(out, p, a, names, o);
   else if (o.format == Format::Pprof) {
     if (!write_pprof(out, p, names)) out.setstate(std::ios::failbit);
   }
-  else write_text(out, p, a, names, o);
+  else write_text(out, p, a, names, types, o);
 }
 
 }  // namespace whymiss::report

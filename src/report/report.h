@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "analysis/types.h"
 #include "model/profile.h"
 
 namespace whymiss::report {
@@ -48,8 +49,10 @@ struct Options {
   size_t max_text_lines = 10;     // text and HTML: hottest source lines
 };
 
+// `types` names the data of the latent false sharing cases (analysis::NoTypes when there is no
+// debug information to ask).
 void write_report(std::ostream& out, const profile::Profile& p, const analysis::Analysis& a,
-                  Namer& names, const Options& o);
+                  Namer& names, analysis::TypeOracle& types, const Options& o);
 
 // The report as one self-contained HTML page (html.cpp): totals, charts, findings and the
 // annotated hottest source lines; it loads nothing when opened.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "analysis/data_types.h"
 #include "report/common.h"
 
 namespace whymiss::report {
@@ -13,10 +14,19 @@ std::string site_text(const profile::Profile& p, uint32_t site, Namer& n) {
   return c.file.empty() ? hex(p.sites[site].frames[0]) : c.file + ":" + std::to_string(c.line);
 }
 
+// A thread's fields for text: the first few by offset, then how many more.
+std::string fields_text(const std::vector<std::string>& names) {
+  constexpr size_t kShown = 4;
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < kShown; ++i) out += (i ? ", " : "") + printable(names[i]);
+  if (names.size() > kShown) out += " and " + std::to_string(names.size() - kShown) + " more";
+  return out;
+}
+
 }  // namespace
 
 analysis::Predictions predictions(const profile::Profile& p, const std::vector<analysis::Finding>& findings,
-                                  Namer& n, size_t max_findings) {
+                                  Namer& n, analysis::TypeOracle& types, size_t max_findings) {
   std::vector<analysis::Finding> fs(findings.begin(), findings.begin() + std::min(findings.size(), max_findings));
   for (auto& f : fs)
     for (auto& o : f.objects)
@@ -27,7 +37,9 @@ analysis::Predictions predictions(const profile::Profile& p, const std::vector<a
         }
   analysis::PredictKnobs k;
   k.max_findings = std::min(max_findings, k.max_findings);
-  return analysis::predict(p, fs, k);
+  analysis::Predictions pr = analysis::predict(p, fs, k);
+  analysis::name_latent_fields(pr, p, types);
+  return pr;
 }
 
 void json_predicted_fix(JsonWriter& w, const profile::Profile& p, const analysis::PredictedFix& fx) {
@@ -50,11 +62,22 @@ void json_latent(JsonWriter& w, const profile::Profile& p, const analysis::Predi
     w.field("trigger", l.trigger).field("offset", l.offset).field("line", l.line);
     w.field("predicted_misses", l.predicted_misses).field("today_misses", l.today_misses);
     w.field("how", pr.log_how + ", the object's accesses alone, in the recorded interleaving");
+    if (!l.type.empty()) w.field("type", l.type);
     w.key("threads").begin_array();
     for (uint32_t t : l.threads) w.value(t);
     w.end_array().key("bytes").begin_array();
     for (const auto& b : l.bytes) w.value(b);
-    w.end_array().end_object();
+    w.end_array();
+    if (!l.fields.empty()) {
+      w.key("fields").begin_array();
+      for (const auto& names : l.fields) {
+        w.begin_array();
+        for (const auto& f : names) w.value(f);
+        w.end_array();
+      }
+      w.end_array();
+    }
+    w.end_object();
   }
   w.end_array();
 }
@@ -73,10 +96,16 @@ void text_latent(std::ostream& out, const profile::Profile& p, const analysis::P
   // One entry per object: its threads' bytes, then each placement that shares a line.
   for (size_t i = 0; i < pr.latent.size();) {
     const auto& l = pr.latent[i];
-    out << "   heap object of " << l.size << " bytes at " << hex(l.start) << " (allocated at "
-        << site_text(p, l.site, n) << " by thread " << l.alloc_thread << "):";
-    for (size_t t = 0; t < l.threads.size(); ++t) out << " thread " << l.threads[t] << " " << l.bytes[t] << ";";
-    out << "\n      false-sharing misses today " << thousands(l.today_misses) << "; predicted:";
+    out << "   heap object of " << l.size << " bytes" << (l.type.empty() ? "" : " (" + printable(l.type) + ")")
+        << " at " << hex(l.start) << " (allocated at " << site_text(p, l.site, n) << " by thread "
+        << l.alloc_thread << "):\n";
+    // One line per thread: its bytes of the object, and the fields they are when known.
+    for (size_t t = 0; t < l.threads.size(); ++t) {
+      out << "      thread " << l.threads[t] << " " << l.bytes[t];
+      if (t < l.fields.size() && !l.fields[t].empty()) out << " (" << fields_text(l.fields[t]) << ")";
+      out << "\n";
+    }
+    out << "      false-sharing misses today " << thousands(l.today_misses) << "; predicted:";
     for (; i < pr.latent.size() && pr.latent[i].serial == l.serial; ++i) {
       const auto& c = pr.latent[i];
       out << " " << c.trigger;

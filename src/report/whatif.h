@@ -6,6 +6,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/predict.h"
+#include "analysis/types.h"
 #include "model/profile.h"
 #include "report/json.h"
 #include "report/report.h"
@@ -13,9 +14,10 @@
 namespace whymiss::report {
 
 // The predictions for a report's findings: globals named (their bounds from `n`) so that a fix
-// can move them. Runs the replays: call once per report.
+// can move them; latent false sharing named with the object's type and each thread's fields
+// where `types` knows them. Runs the replays: call once per report.
 analysis::Predictions predictions(const profile::Profile& p, const std::vector<analysis::Finding>& findings,
-                                  Namer& n, size_t max_findings);
+                                  Namer& n, analysis::TypeOracle& types, size_t max_findings);
 
 // JSON: the finding's "predicted_fix" (nothing when there is none).
 void json_predicted_fix(JsonWriter& w, const profile::Profile& p, const analysis::PredictedFix& fx);

@@ -51,7 +51,8 @@ TEST_P(Golden, ReportMatches) {
     report::Options o;
     o.format = fmt;
     std::ostringstream out;
-    report::write_report(out, *p, a, names, o);
+    analysis::NoTypes types;
+    report::write_report(out, *p, a, names, types, o);
     const std::string expected_path = base + (fmt == report::Format::Json ? ".json" : ".txt");
     if (std::getenv("WHYMISS_UPDATE_GOLDEN")) {
       std::ofstream(expected_path) << out.str();

@@ -114,6 +114,11 @@ def obj_with_misses(d):
     return None
 
 
+def latent_fields(d):
+    """The first latent false-sharing case whose fields the debug information named."""
+    return first(d.get("latent_false_sharing", []), lambda x: "fields" in x)
+
+
 def view_doc(d, name):
     """The document if it is an available view NAME (so a mutation applies to that view only)."""
     return d if d.get("view") == name and d.get("available") else None
@@ -155,6 +160,8 @@ MUTATIONS = [
     ("report", "findings[*].predicted_fix.how unknown", lambda d: any(f["predicted_fix"].update(how="guessed") is None for f in d["findings"] if "predicted_fix" in f)),
     ("report", "latent_false_sharing[*].trigger unknown", lambda d: bool(d.get("latent_false_sharing")) and d["latent_false_sharing"][0].update(trigger="offset 3") is None),
     ("report", "latent_false_sharing[*].threads missing", lambda d: bool(d.get("latent_false_sharing")) and drop(d["latent_false_sharing"][0], "threads")),
+    ("report", "latent_false_sharing[*].fields flat", lambda d: latent_fields(d) is not None and latent_fields(d).update(fields=["sent", "received"]) is None),
+    ("report", "latent_false_sharing[*].fields without type", lambda d: drop(latent_fields(d), "type")),
     ("view", "flow steps[*].to_kind alloc", lambda d: flow_step(d) is not None and flow_step(d).update(to_kind="alloc") is None),
     ("view", "flow steps[*].handovers missing", lambda d: drop(flow_step(d), "handovers")),
     ("view", "flow charged_unit unknown", lambda d: view_doc(d, "flow") is not None and d.update(charged_unit="cycles") is None),
@@ -167,6 +174,9 @@ MUTATIONS = [
     ("simulate", "schema_version missing", lambda d: drop(d, "schema_version")),
     ("report", "findings[*].type empty", lambda d: any(f.update(type="") is None for f in d["findings"] if "type" in f)),
     ("report", "findings[*].type a number", lambda d: any(f.update(type=3) is None for f in d["findings"] if "type" in f)),
+    ("report", "findings[*].type_how missing", lambda d: any(drop(f, "type_how") for f in d["findings"] if "type" in f)),
+    ("report", "findings[*].type_how neither counted nor sampled",
+     lambda d: any(f.update(type_how="guessed") is None for f in d["findings"] if "type_how" in f)),
     ("view", "types[*].levels[*].by_kind.capacity missing",
      lambda d: d["view"] == "types" and any(drop(t["levels"][0]["by_kind"], "capacity") for t in d["types"][:1])),
     ("view", "types[*].levels[*].share above 1",
@@ -201,7 +211,8 @@ MUST_SEE = {
                "/findings[*]/objects[*]/name", "/findings[*]/instructions[*]/frames",
                "/findings[*]/evidence/words_per_thread", "/source_lines[*]/frames", "/totals/unit",
                "/findings[*]/predicted_fix", "/findings[*]/predicted_fix/cache_size",
-               "/latent_false_sharing[*]/bytes"],
+               "/latent_false_sharing[*]/bytes", "/latent_false_sharing[*]/type",
+               "/latent_false_sharing[*]/fields", "/findings[*]/type_how"],
     "simulate": ["/totals/levels[*]/misses_by_kind/false_sharing"],
     "diff": ["/findings[*]/verdict", "/source_lines[*]/name", "/objects[*]/name"],
     "view": ["/groups[*]/steps[*]/from_kind", "/groups[*]/path[*]/thread", "/groups[*]/lines",

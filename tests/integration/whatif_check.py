@@ -13,7 +13,9 @@
       PROG is latent_fs.c. 'near 0' must have no false sharing and predict it; the predicted
       placements must be exactly those where running PROG moved there (near OFFSET, or with
       128-byte lines) measures false sharing, each within 10 % of the measured count; by the
-      program's layout (a at 40, b at 64) those are offsets 24..56 and 128-byte lines.
+      program's layout (a at 40, b at 64) those are offsets 24..56 and 128-byte lines. Each
+      case names the object's type (struct near_stats) and thread 1's and 2's fields (sent,
+      received), in JSON and in the text report.
   none WHYMISS PROG
       'far 0' of latent_fs.c: the report has an access log and predicts nothing."""
 import json
@@ -83,6 +85,28 @@ def fix(whymiss, prog, fixed, kind, args, log=None):
     return 0
 
 
+# latent_fs.c's near layout: worker thread 1 updates `sent` (object bytes 40..47), thread 2
+# `received` (64..71), each with a read and a write of the whole member.
+FIELDS = {1: "sent", 2: "received"}
+FIELD_BYTES = {1: "writes 40-47, reads 40-47", 2: "writes 64-71, reads 64-71"}
+
+
+def fields_wrong(case):
+    """Whether a latent case fails to name struct near_stats and each worker's member."""
+    if case.get("type") != "struct near_stats":
+        print("FAIL: the object's type is", case.get("type"))
+        return True
+    if len(case.get("fields", [])) != len(case["threads"]):
+        print("FAIL: not one field list per thread:", case)
+        return True
+    by_thread = dict(zip(case["threads"], case["fields"]))
+    for t, name in FIELDS.items():
+        if by_thread.get(t) != [name]:
+            print(f"FAIL: thread {t}'s fields are {by_thread.get(t)}, not ['{name}']")
+            return True
+    return False
+
+
 def latent(whymiss, prog):
     with tempfile.TemporaryDirectory() as tmp:
         d = report(whymiss, tmp, prog, ["near", "0"], name="today")
@@ -115,6 +139,14 @@ def latent(whymiss, prog):
                 return 1
             if not {1, 2} <= set(pred[k]["threads"]):
                 print("FAIL: the threads are", pred[k]["threads"])
+                return 1
+            if fields_wrong(pred[k]):
+                return 1
+        # The text report names them too: each worker's bytes, then its member.
+        r = run(whymiss, "report", "-i", os.path.join(tmp, "today.data"))
+        for want_text in ("(struct near_stats)", *(f" thread {t} {FIELD_BYTES[t]} ({FIELDS[t]})\n" for t in (1, 2))):
+            if want_text not in r.stdout:
+                print(f"FAIL: the text report lacks '{want_text}':\n{r.stdout}")
                 return 1
     print(f"ok: latent false sharing predicted at exactly the {len(want)} placements that have it, "
           "each within 10 % of the moved run")

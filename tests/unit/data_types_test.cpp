@@ -194,8 +194,80 @@ TEST(DataTypes, FindingsNamedWithTypeAndField) {
   name_finding_types(a, p, types);
   EXPECT_EQ(a.findings[0].data_type, "struct pair");
   EXPECT_EQ(a.findings[0].data_field, "b");
+  EXPECT_EQ(a.findings[0].data_how, "sampled: 1 of 1 sampled miss address");
   EXPECT_EQ(a.findings[1].data_field, "pad[]");
+  EXPECT_EQ(a.findings[1].data_how, "counted: the bytes the threads wrote on the line");  // exact mode
   EXPECT_EQ(a.findings[2].data_type, "");  // unknown stays unknown
+  EXPECT_EQ(a.findings[2].data_how, "");
+  p.meta.mode = uint32_t(Mode::Soft);  // the line's bytes from samples
+  a.findings = {sharing};
+  name_finding_types(a, p, types);
+  EXPECT_EQ(a.findings[0].data_how, "sampled: the bytes the threads wrote on the line");
+}
+
+TEST(DataTypes, FindingNamedWithTheFieldMostSampledAddressesFallIn) {
+  Profile p = base();
+  p.objects = {object(1, 0x10000, 3200, 0)};
+  InstructionRecord i{}, j{};
+  i.ip = 0x400100;
+  i.sample_addrs[0] = 0x10000 + 32 * 2;      // a
+  i.sample_addrs[1] = 0x10000 + 32 * 5 + 9;  // b
+  i.sample_addrs[2] = 0x90000;               // no known data
+  j.ip = 0x400200;
+  j.sample_addrs[0] = 0x10000 + 32 * 6 + 8;  // b
+  j.sample_addrs[1] = 0x10000 + 32 * 5 + 9;  // b again: the same address counts once
+  p.instructions = {i, j};
+  Analysis a;
+  Finding f;
+  f.instructions = {{0x400100, 10}, {0x400200, 5}};
+  a.findings = {f};
+  FakeTypes types;
+  name_finding_types(a, p, types);
+  EXPECT_EQ(a.findings[0].data_field, "b");  // 2 addresses, against a's 1
+  EXPECT_EQ(a.findings[0].data_how, "sampled: 2 of 4 sampled miss addresses");
+}
+
+TEST(DataTypes, LatentCasesNamedWithEachThreadsFields) {
+  Profile p = base();
+  p.objects = {object(1, 0x10000, 3200, 0), object(2, 0x20000, 3200, 1)};
+  LatentFalseSharing typed;
+  typed.serial = 1;
+  typed.threads = {1, 2, 3};
+  typed.spans = {{{32 * 3, 32 * 3 + 8}},                       // element 3's a
+                 {{32 * 7 + 12, 32 * 7 + 20}},                 // element 7: b's end, pad[]'s start
+                 {{32 * 2 + 20, 32 * 3 + 4}, {32 * 9 + 8, 32 * 9 + 9}}};  // pad[], a; then b
+  LatentFalseSharing untyped = typed;
+  untyped.serial = 2;  // site 1: unknown
+  Predictions pr;
+  pr.latent = {typed, untyped};
+  FakeTypes types;
+  name_latent_fields(pr, p, types);
+  EXPECT_EQ(pr.latent[0].type, "struct pair");
+  // Per thread, by offset in the type (an array of pairs: offsets modulo 32).
+  const std::vector<std::vector<std::string>> want = {{"a"}, {"b", "pad[]"}, {"a", "b", "pad[]"}};
+  EXPECT_EQ(pr.latent[0].fields, want);
+  EXPECT_EQ(pr.latent[1].type, "");  // unknown stays unknown
+  EXPECT_TRUE(pr.latent[1].fields.empty());
+}
+
+TEST(DataTypes, LatentFieldsNamePaddingAndScalarsHaveNone) {
+  Profile p = base();
+  p.objects = {object(1, 0x10000, 64, 0)};
+  Predictions pr;
+  LatentFalseSharing l;
+  l.serial = 1;
+  l.threads = {0, 1, 2};
+  l.spans = {{{4, 8}}, {{2, 10}}, {}};  // the hole after x; x, the hole and y; nothing tracked
+  pr.latent = {l};
+  FakeTypes types;
+  types.pair = {"struct s", 16, {{"x", 0, 4}, {"y", 8, 8}}};
+  name_latent_fields(pr, p, types);
+  const std::vector<std::vector<std::string>> want = {{"(padding)"}, {"x", "(padding)", "y"}, {}};
+  EXPECT_EQ(pr.latent[0].fields, want);
+  types.pair = {"long int", 8, {}};  // a scalar: its name, no members
+  name_latent_fields(pr, p, types);
+  EXPECT_EQ(pr.latent[0].type, "long int");
+  EXPECT_TRUE(pr.latent[0].fields.empty());
 }
 
 TEST(FieldAt, OffsetsWithinArraysAndPadding) {

@@ -119,6 +119,8 @@ TEST(Predict, LatentFalseSharingAtThePlacementsTheLayoutImplies) {
     EXPECT_EQ(l.threads, (std::vector<uint32_t>{0, 1}));
     EXPECT_EQ(l.bytes[0], "writes 40-47");
     EXPECT_EQ(l.bytes[1], "writes 64-71");
+    using Spans = std::vector<std::pair<uint64_t, uint64_t>>;
+    EXPECT_EQ(l.spans, (std::vector<Spans>{{{40, 48}}, {{64, 72}}}));  // [begin, end) per thread
   }
   const std::set<std::pair<std::string, uint32_t>> want = {
       {"offset 24", 24}, {"offset 32", 32}, {"offset 40", 40}, {"offset 48", 48},

@@ -80,7 +80,8 @@ class ReportHtml : public ::testing::Test {
     Options o;
     o.format = Format::Html;
     std::ostringstream out;
-    write_report(out, p, a, n, o);
+    analysis::NoTypes types;
+    write_report(out, p, a, n, types, o);
     return out.str();
   }
 

@@ -4,6 +4,8 @@
 
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "analysis/analysis.h"
 #include "report/report.h"
 
@@ -42,14 +44,19 @@ InstructionRecord instr(uint64_t ip, uint64_t accesses) {
   return r;
 }
 
-std::string render(const Profile& p, Format f) {
+std::string render(const Profile& p, Format f, analysis::TypeOracle& types) {
   analysis::Analysis a = analysis::analyze(p);
   InlineNamer n;
   Options o;
   o.format = f;
   std::ostringstream out;
-  write_report(out, p, a, n, o);
+  write_report(out, p, a, n, types, o);
   return out.str();
+}
+
+std::string render(const Profile& p, Format f) {
+  analysis::NoTypes none;
+  return render(p, f, none);
 }
 
 size_t count(const std::string& s, const std::string& what) {
@@ -163,6 +170,82 @@ TEST(Report, InlinedHelperCountsAtItsCallersLine) {
   const size_t frames = row.find("\"frames\"");
   ASSERT_NE(frames, std::string::npos) << row;
   EXPECT_LT(row.find("\"read64\"", frames), row.find("\"sum\"", frames)) << "innermost first: " << row;
+}
+
+// Objects allocated at site 0 are a struct stats: `sent` at 40..47 and `received` at 64..71,
+// apart in two 64-byte lines at a 128-aligned start; other sites are of unknown type.
+class StatsTypes : public analysis::TypeOracle {
+ public:
+  analysis::DataType stats{"struct stats", 512,
+                           {{"name[]", 0, 40}, {"sent", 40, 8}, {"flags[]", 48, 16},
+                            {"received", 64, 8}, {"rest[]", 72, 440}}};
+  const analysis::DataType* heap_type(const Profile&, const ObjectRecord& o) override {
+    return o.site == 0 ? &stats : nullptr;
+  }
+  const analysis::DataType* global_type(uint64_t, uint64_t*) override { return nullptr; }
+};
+
+// Thread 0 writes `sent`, thread 1 `received`, taking turns: no false sharing today, false
+// sharing once the object moves by 24..56 bytes (analysis/predict.h), allocated at `site`.
+Profile latent_stats(uint32_t site) {
+  Profile p = three_levels();
+  constexpr uint64_t kStart = 0x7f0000010000;  // 128-byte aligned
+  std::vector<uint64_t> log;
+  for (int i = 0; i < 1000; ++i) {
+    log.push_back(access_log_pack(kStart + 40, 8, true, 0));
+    log.push_back(access_log_pack(kStart + 64, 8, true, 1));
+  }
+  AccessLogRecord info{};
+  info.kept = info.capacity = info.total = log.size();
+  info.line = 64;
+  p.access_log = std::move(log);
+  p.access_log_info = {info};
+  p.meta.accesses = info.total;
+  ObjectRecord o{};
+  o.serial = 1;
+  o.start = kStart;
+  o.size = 512;
+  o.site = site;
+  p.objects.push_back(o);
+  p.sites.push_back(SiteRecord{{0x401000}, 1, 0});
+  p.sites.push_back(SiteRecord{{0x402000}, 1, 0});
+  return p;
+}
+
+// Issue #16 item 2: each latent false-sharing case names the object's type and, per thread, the
+// fields its bytes cover (in JSON in the order of "threads", in text after each thread's bytes).
+TEST(Report, LatentFalseSharingNamesEachThreadsFields) {
+  StatsTypes types;
+  const Profile p = latent_stats(0);
+  const auto doc = nlohmann::json::parse(render(p, Format::Json, types));
+  ASSERT_TRUE(doc.contains("latent_false_sharing")) << doc.dump(1);
+  const auto& cases = doc["latent_false_sharing"];
+  ASSERT_FALSE(cases.empty()) << doc.dump(1);
+  for (const auto& c : cases) {
+    EXPECT_EQ(c["type"], "struct stats") << c.dump(1);
+    EXPECT_EQ(c["threads"], nlohmann::json::parse("[0, 1]")) << c.dump(1);
+    EXPECT_EQ(c["fields"], nlohmann::json::parse(R"([["sent"], ["received"]])")) << c.dump(1);
+  }
+  const std::string text = render(p, Format::Text, types);
+  EXPECT_NE(text.find("heap object of 512 bytes (struct stats) at 0x7f0000010000"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n      thread 0 writes 40-47 (sent)\n      thread 1 writes 64-71 (received)\n"),
+            std::string::npos) << text;
+}
+
+TEST(Report, LatentFalseSharingOfUnknownTypeNamesNoFields) {
+  StatsTypes types;
+  const Profile p = latent_stats(1);  // a site the oracle does not know
+  const auto doc = nlohmann::json::parse(render(p, Format::Json, types));
+  ASSERT_FALSE(doc["latent_false_sharing"].empty()) << doc.dump(1);
+  for (const auto& c : doc["latent_false_sharing"]) {
+    EXPECT_FALSE(c.contains("type")) << c.dump(1);
+    EXPECT_FALSE(c.contains("fields")) << c.dump(1);
+  }
+  const std::string text = render(p, Format::Text, types);
+  EXPECT_NE(text.find("heap object of 512 bytes at 0x7f0000010000"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n      thread 0 writes 40-47\n      thread 1 writes 64-71\n"), std::string::npos) << text;
+  // No debug information at all (NoTypes): the same.
+  EXPECT_EQ(render(latent_stats(0), Format::Text), text);
 }
 
 }  // namespace

@@ -129,7 +129,8 @@ std::string render(const Profile& p, report::Format f) {
   report::Options o;
   o.format = f;
   std::ostringstream out;
-  report::write_report(out, p, a, n, o);
+  analysis::NoTypes types;
+  report::write_report(out, p, a, n, types, o);
   return out.str();
 }
 

@@ -86,6 +86,10 @@ def workloads(whymiss, progs):
             check(rep["findings"], f"{name}: no finding")
             for f in rep["findings"]:
                 check("type" in f, f"{name}: a {f['kind']} finding names no type")
+                # Sharing findings are placed by the line's recorded bytes, others by sampled addresses.
+                sharing = f["kind"] in ("false_sharing", "true_sharing")
+                check("type" not in f or f.get("type_how", "").startswith("counted: " if sharing else "sampled: "),
+                      f"{name}: a {f['kind']} finding's type_how is {f.get('type_how')!r}")
                 if f.get("type", "").startswith("struct"):
                     check("field" in f, f"{name}: a {f['kind']} finding on {f['type']} names no field")
             if os.path.basename(prog) == "false_sharing_app":
@@ -137,6 +141,9 @@ def main():
         if check(fsf, "the default report has no false-sharing finding"):
             check(fsf[0].get("type") == "struct worker" and fsf[0].get("field") == "count",
                   f"false-sharing finding type/field: {fsf[0].get('type')!r} {fsf[0].get('field')!r}")
+            # Placed by the bytes written on the shared line, which exact mode records for every access.
+            check(fsf[0].get("type_how") == "counted: the bytes the threads wrote on the line",
+                  f"false-sharing finding type_how: {fsf[0].get('type_how')!r}")
         text = report(whymiss, prof)
         check("type struct worker, field count" in text, "the text report does not name type and field")
 
