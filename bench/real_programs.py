@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Exact mode vs cachegrind on real programs: lz4 -1 (one thread), zstd -3 -T1 and zstd -3 -T2.
+"""Exact mode vs cachegrind on real programs: lz4 -1 (one thread), zstd -3 -T1, zstd -3
+--single-thread and zstd -3 -T2.
 
 The synthetic workloads in tests/workloads/ are built to miss: conflict_app misses L1 on every
 access, the sharing programs take a coherence miss on every other one. This script measures the
@@ -7,7 +8,8 @@ same ratio on code nobody wrote for whymiss. Their sources are Debian's: fetched
 `apt-get source` (a private deb-src list, so the machine's apt setup is left alone; needs root),
 unpacked into --work, and built twice each: natively (the project's own Makefile and flags) and
 with `CC=build/bin/whymiss-cc`. Nothing of them is kept in this repository. lz4 1.9.4 (Debian 12)
-has no -T option: its CLI compresses on one thread, so it runs once, without -T.
+has no -T option: its CLI compresses on one thread, so it runs once, without -T. zstd's -T1 is
+one compression worker beside the main thread; --single-thread does the same work on one thread.
 
 Input (--input):
   tar (default): a deterministic tar of /usr/include and /usr/share/doc, written into --work:
@@ -260,6 +262,9 @@ def main():
     runs = [
         ("lz4 -1", "lz4", ["-f", "-q", "-1", text, out + ".lz4"]),
         ("zstd -3 -T1", "zstd", ["-f", "-q", "-3", "-T1", text, "-o", out + ".zst"]),
+        # -T1 is one compression worker besides the main thread (the report counts 4 threads);
+        # --single-thread compresses on the main thread: the same work without the relay.
+        ("zstd -3 --single-thread", "zstd", ["-f", "-q", "-3", "--single-thread", text, "-o", out + ".zst"]),
         ("zstd -3 -T2", "zstd", ["-f", "-q", "-3", "-T2", text, "-o", out + ".zst"]),
     ]
     prof = os.path.join(work, "x.data")
