@@ -9,7 +9,7 @@ same ratio on code nobody wrote for whymiss. Their sources are Debian's: fetched
 unpacked into --work, and built twice each: natively (the project's own Makefile and flags) and
 with `CC=build/bin/whymiss-cc`. Nothing of them is kept in this repository. lz4 1.9.4 (Debian 12)
 has no -T option: its CLI compresses on one thread, so it runs once, without -T. zstd's -T1 is
-one compression worker beside the main thread; --single-thread does the same work on one thread.
+one compression worker beside the main thread; --single-thread compresses on the main thread alone (zstd: "slightly different than -T1").
 
 Input (--input):
   tar (default): a deterministic tar of /usr/include and /usr/share/doc, written into --work:
@@ -263,7 +263,7 @@ def main():
         ("lz4 -1", "lz4", ["-f", "-q", "-1", text, out + ".lz4"]),
         ("zstd -3 -T1", "zstd", ["-f", "-q", "-3", "-T1", text, "-o", out + ".zst"]),
         # -T1 is one compression worker besides the main thread (the report counts 4 threads);
-        # --single-thread compresses on the main thread: the same work without the relay.
+        # --single-thread compresses on the main thread: about the same work, without the relay.
         ("zstd -3 --single-thread", "zstd", ["-f", "-q", "-3", "--single-thread", text, "-o", out + ".zst"]),
         ("zstd -3 -T2", "zstd", ["-f", "-q", "-3", "-T2", text, "-o", out + ".zst"]),
     ]
