@@ -9,7 +9,8 @@ same ratio on code nobody wrote for whymiss. Their sources are Debian's: fetched
 unpacked into --work, and built twice each: natively (the project's own Makefile and flags) and
 with `CC=build/bin/whymiss-cc`. Nothing of them is kept in this repository. lz4 1.9.4 (Debian 12)
 has no -T option: its CLI compresses on one thread, so it runs once, without -T. zstd's -T1 is
-one compression worker beside the main thread; --single-thread compresses on the main thread alone (zstd: "slightly different than -T1").
+one compression worker beside the main thread; --single-thread compresses on the main thread
+alone (zstd's help: "slightly different than -T1").
 
 Input (--input):
   tar (default): a deterministic tar of /usr/include and /usr/share/doc, written into --work:
