@@ -10,7 +10,8 @@ unpacked into --work, and built twice each: natively (the project's own Makefile
 with `CC=build/bin/whymiss-cc`. Nothing of them is kept in this repository. lz4 1.9.4 (Debian 12)
 has no -T option: its CLI compresses on one thread, so it runs once, without -T. zstd's -T1 is
 one compression worker beside the main thread; --single-thread compresses on the main thread
-alone (zstd's help: "slightly different than -T1").
+(zstd's help: "slightly different than -T1"), yet zstd 1.5.4's asynchronous file I/O still
+starts threads: exact mode's report counts 4 threads for -T1 and 3 for --single-thread.
 
 Input (--input):
   tar (default): a deterministic tar of /usr/include and /usr/share/doc, written into --work:
@@ -263,8 +264,8 @@ def main():
     runs = [
         ("lz4 -1", "lz4", ["-f", "-q", "-1", text, out + ".lz4"]),
         ("zstd -3 -T1", "zstd", ["-f", "-q", "-3", "-T1", text, "-o", out + ".zst"]),
-        # -T1 is one compression worker besides the main thread (the report counts 4 threads);
-        # --single-thread compresses on the main thread: about the same work, without the relay.
+        # -T1 is one compression worker beside the main thread (4 threads in the report);
+        # --single-thread compresses on the main thread (3 threads: the asynchronous I/O ones).
         ("zstd -3 --single-thread", "zstd", ["-f", "-q", "-3", "--single-thread", text, "-o", out + ".zst"]),
         ("zstd -3 -T2", "zstd", ["-f", "-q", "-3", "-T2", text, "-o", out + ".zst"]),
     ]
