@@ -18,7 +18,8 @@ thread included), voluntary context switches (waits that slept: a full ring, the
 and the report's counted accesses and L1 misses. The relay keeps no statistics of its own in the
 profile (solo grants, held hits, pushes): none can be shown. Then a least-squares fit of the
 medians, t(N) = a + b*N, over every N and over N >= 2 (1 thread runs solo, without the relay),
-with what it predicts at 16 threads. The binaries are copied first (others may rebuild build/).
+with what it predicts at 16 threads; with two variants or more, their medians side by side.
+The binaries are copied first (others may rebuild build/).
 
   bench/thread_scaling.py [--build build] [--threads 1,2,4,8] [--reps 3] [--passes 200] [--kib 64]
                           [--cache SPEC] [--env K=V ...] [--label NAME | --variant LABEL:K=V,... ...]
@@ -279,6 +280,16 @@ def main():
                 acc1 = counts[label, max(sel)][1] / max(sel)
                 print(f"- fit of the {what}s over {name}: t(N) = {a:.3f} + {b:.3f} * N s; "
                       f"b per access of one thread {b / acc1 * 1e9:.0f} ns; predicts t(16) = {a + 16 * b:.2f} s")
+        print()
+    if len(variants) > 1:
+        first = variants[0][0]
+        print(f"### variants side by side (median s; in brackets: / {first})\n")
+        print("| threads | " + " | ".join(label for label, _ in variants) + " |")
+        print("|---:|" + "---:|" * len(variants))
+        for n in args.threads:
+            print(f"| {n} | " + " | ".join(
+                f"{med[label, n]:.2f}" + ("" if label == first else f" ({med[label, n] / med[first, n]:.2f})")
+                for label, _ in variants) + " |")
         print()
     tmp.cleanup()
     return 0
