@@ -1,35 +1,59 @@
 #!/usr/bin/env python3
-"""Exact mode vs cachegrind on real programs: lz4 (one thread) and zstd -T2 (five threads).
+"""Exact mode vs cachegrind on real programs: lz4 -1 (one thread), zstd -3 -T1, zstd -3
+--single-thread and zstd -3 -T2.
 
 The synthetic workloads in tests/workloads/ are built to miss: conflict_app misses L1 on every
 access, the sharing programs take a coherence miss on every other one. This script measures the
 same ratio on code nobody wrote for whymiss. Their sources are Debian's: fetched at run time with
 `apt-get source` (a private deb-src list, so the machine's apt setup is left alone; needs root),
 unpacked into --work, and built twice each: natively (the project's own Makefile and flags) and
-with `CC=build/bin/whymiss-cc`. Nothing of them is kept in this repository.
+with `CC=build/bin/whymiss-cc`. Nothing of them is kept in this repository. lz4 1.9.4 (Debian 12)
+has no -T option: its CLI compresses on one thread, so it runs once, without -T. zstd's -T1 is
+one compression worker beside the main thread; --single-thread compresses on the main thread
+(zstd's help: "slightly different than -T1"), yet zstd 1.5.4's asynchronous file I/O still
+starts threads: exact mode's report counts 4 threads for -T1 and 3 for --single-thread.
 
-Input: a deterministic 8 MB text (seeded pseudo-random words), written into --work.
-Runs, interleaved, --reps times (default 3), wall time, median:
+Input (--input):
+  tar (default): a deterministic tar of /usr/include and /usr/share/doc, written into --work:
+    each tree's regular files and symlinks in byte-wise sorted path order, owner and group 0/root,
+    mtime 0, permissions as found, GNU format; from each tree the longest such prefix whose
+    members fit half of --cap-mb (default 32 MiB, so 16 MiB each; a member's size counts its
+    512-byte header and its data padded to 512 bytes). Its contents therefore depend on the
+    packages installed: the script prints the file count and the tar's sha256.
+  words: the earlier input, 8 MB of seeded pseudo-random words (lines of 8-16 of them).
+Runs, interleaved (every tool of every program in rep 1, then rep 2, ...), --reps times
+(default 3), wall time:
   native:     <native build> ARGS
-  exact:      build/bin/whymiss record --mode exact -o TMP -- <wrapper build> ARGS
+  exact:      build/bin/whymiss record --mode exact --cache L1=48K:12:64,L2=32M:16:64 -o TMP
+                -- <wrapper build> ARGS
   cachegrind: valgrind --tool=cachegrind --cache-sim=yes --D1=49152,12,64 --LL=33554432,16,64
                 --cachegrind-out-file=/dev/null <native build> ARGS
-Prints one markdown table; its thread count is what exact mode's report says. Exit 0 after a complete run, 2 on a setup error.
+The exact run's two levels are cachegrind's D1 and LL (--cache changes exact mode's; cachegrind's
+stay). Prints the machine, the load average before and after, and one markdown table with the
+median and fastest run of each tool and exact/cachegrind of both; its thread count is what exact
+mode's report says. Exit 0 after a complete run, 2 on a setup error.
 
-  bench/real_programs.py [--build build] [--work /tmp/whymiss-real] [--reps 3]
+  bench/real_programs.py [--build build] [--work /tmp/whymiss-real] [--reps 3] [--input tar|words]
+                         [--cap-mb 32] [--cache SPEC]
 """
 import argparse
 import glob
+import hashlib
 import json
 import os
+import platform
 import random
 import shutil
 import statistics
 import subprocess
 import sys
 import tarfile
+import time
 
 from timing import CACHEGRIND, timed
+
+# Cachegrind's D1 and LL (timing.CACHEGRIND) as exact mode's two levels.
+GEOMETRY = "L1=48K:12:64,L2=32M:16:64"
 
 PACKAGES = {"lz4": "lz4", "zstd": "libzstd"}  # program -> Debian source package
 DEB_SRC = """Types: deb-src
@@ -130,13 +154,83 @@ def corpus(path, size=8_000_000):
 
 
 
+TREES = ("/usr/include", "/usr/share/doc")
+
+
+def tar_corpus(path, cap):
+    """Writes the deterministic tar described in the docstring; returns (files, bytes, sha256).
+    Rewritten only when its recorded parameters differ (path + '.id')."""
+    ident = f"{TREES} cap={cap} v1"
+    if os.path.exists(path) and os.path.exists(path + ".id"):
+        with open(path + ".id") as f:
+            old = f.read().split("\n")
+        if old[0] == ident:
+            return int(old[1]), os.path.getsize(path), old[2]
+
+    count = 0
+    with tarfile.open(path + ".tmp", "w", format=tarfile.GNU_FORMAT) as t:
+        for root in TREES:
+            paths = []
+            for d, dirs, files in os.walk(root):  # symlinks to folders are in dirs, not followed
+                paths += [os.path.join(d, n) for n in files]
+                paths += [os.path.join(d, n) for n in dirs if os.path.islink(os.path.join(d, n))]
+            paths.sort(key=os.fsencode)
+            used = 0
+            for p in paths:
+                ti = t.gettarinfo(p, arcname=p.lstrip("/"))
+                if ti is None or not (ti.isreg() or ti.issym()):
+                    continue  # sockets, fifos
+                ti.mtime, ti.uid, ti.gid, ti.uname, ti.gname = 0, 0, 0, "root", "root"
+                # Headers (a long name adds some) plus the data in 512-byte blocks.
+                size = len(ti.tobuf(tarfile.GNU_FORMAT, t.encoding, t.errors))
+                size += (ti.size + 511) // 512 * 512 if ti.isreg() else 0
+                if used + size > (cap - tarfile.RECORDSIZE) // 2:  # room for the end blocks
+                    break
+                used += size
+                count += 1
+                if ti.isreg():
+                    with open(p, "rb") as f:
+                        t.addfile(ti, f)
+                else:
+                    t.addfile(ti)
+    os.replace(path + ".tmp", path)
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    with open(path + ".id", "w") as f:
+        f.write(f"{ident}\n{count}\n{h.hexdigest()}")
+    return count, os.path.getsize(path), h.hexdigest()
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(here, "..", "build"))
     ap.add_argument("--work", default="/tmp/whymiss-real")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--input", choices=("tar", "words"), default="tar")
+    ap.add_argument("--cap-mb", type=int, default=32, help="size of the tar input, MiB (default 32)")
+    ap.add_argument("--cache", default=GEOMETRY, help=f"exact mode's geometry (default {GEOMETRY})")
     args = ap.parse_args()
+    if args.reps < 1 or args.cap_mb < 1:
+        fail("--reps and --cap-mb must be positive")
     build_dir = os.path.abspath(args.build)
     whymiss = os.path.join(build_dir, "bin", "whymiss")
     wrapper = os.path.join(build_dir, "bin", "whymiss-cc")
@@ -156,21 +250,45 @@ def main():
     for prog, target in (("lz4", "programs/lz4"), ("zstd", "programs/zstd")):
         exe[prog] = (build(tars[prog], os.path.join(work, prog + "-native"), target, None, log),
                      build(tars[prog], os.path.join(work, prog + "-exact"), target, wrapper, log))
-    text = os.path.join(work, "input.txt")
-    corpus(text)
+    if args.input == "tar":
+        text = os.path.join(work, f"input-{args.cap_mb}m.tar")
+        files, size, sha = tar_corpus(text, args.cap_mb << 20)
+        what = (f"input: tar of {', '.join(TREES)}, {files} files, {size:,} bytes, sha256 {sha[:16]}...; "
+                f"`--input tar --cap-mb {args.cap_mb}`")
+    else:
+        text = os.path.join(work, "input.txt")
+        corpus(text)
+        what = "input: 8 MB of seeded random words (`--input words`)"
     out = os.path.join(work, "out")
+    # lz4 1.9.4 has no -T: one thread only.
     runs = [
         ("lz4 -1", "lz4", ["-f", "-q", "-1", text, out + ".lz4"]),
+        ("zstd -3 -T1", "zstd", ["-f", "-q", "-3", "-T1", text, "-o", out + ".zst"]),
+        # -T1 is one compression worker beside the main thread (4 threads in the report);
+        # --single-thread compresses on the main thread (3 threads: the asynchronous I/O ones).
+        ("zstd -3 --single-thread", "zstd", ["-f", "-q", "-3", "--single-thread", text, "-o", out + ".zst"]),
         ("zstd -3 -T2", "zstd", ["-f", "-q", "-3", "-T2", text, "-o", out + ".zst"]),
     ]
     prof = os.path.join(work, "x.data")
-    times = {name: {k: [] for k in ("native", "exact", "cachegrind")} for name, *_ in runs}
+    try:
+        head = subprocess.run(["git", "-C", os.path.dirname(build_dir), "rev-parse", "--short", "HEAD"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip() or "?"
+    except OSError:
+        head = "?"
+    print(f"machine: {cpu_model()}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}; "
+          f"git {head} ({os.path.dirname(build_dir)}); {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC")
+    print("command: " + " ".join(sys.argv))
+    print(f"load average before: {loadavg()}")
+    tools = ("native", "exact", "cachegrind")
+    times = {name: {k: [] for k in tools} for name, *_ in runs}
     threads = {}
+    loads = []
     for rep in range(args.reps):
         for name, prog, argv in runs:
             native, exact = exe[prog]
             times[name]["native"].append(timed([native, *argv]))
-            times[name]["exact"].append(timed([whymiss, "record", "--mode", "exact", "-o", prof, "--", exact, *argv]))
+            times[name]["exact"].append(timed([whymiss, "record", "--mode", "exact", "--cache", args.cache,
+                                               "-o", prof, "--", exact, *argv]))
             rep_json = subprocess.run([whymiss, "report", "-i", prof, "--format", "json"],
                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
             try:
@@ -178,15 +296,23 @@ def main():
             except (ValueError, KeyError):
                 fail(f"whymiss report could not read the profile of {name}")
             times[name]["cachegrind"].append(timed(CACHEGRIND + [native, *argv]))
+            loads.append(float(loadavg().split()[0]))
             sys.stderr.write(f"rep {rep + 1}/{args.reps} {name}: "
-                             + ", ".join(f"{k} {v[-1]:.2f}s" for k, v in times[name].items()) + "\n")
-    print(f"sources: {', '.join(os.path.basename(t) for t in tars.values())}; input: 8 MB of text; "
-          f"median of {args.reps} interleaved runs, wall time\n")
-    print("| program | threads | native s | exact s | cachegrind s | exact/native | exact/cachegrind |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+                             + ", ".join(f"{k} {v[-1]:.2f}s" for k, v in times[name].items())
+                             + f" (load {loads[-1]:.2f})\n")
+    print(f"load average after: {loadavg()}; 1-min load after each program: min {min(loads):.2f}, "
+          f"max {max(loads):.2f}")
+    print(f"sources: {', '.join(os.path.basename(t) for t in tars.values())}; {what}; "
+          f"{args.reps} interleaved runs, wall time; exact: `--cache {args.cache}`\n")
+    print("| program | threads | native s median (fastest) | exact s median (fastest) "
+          "| cachegrind s median (fastest) | exact/native median | exact/cachegrind median | fastest/fastest |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, *_ in runs:
-        n, e, c = (statistics.median(times[name][k]) for k in ("native", "exact", "cachegrind"))
-        print(f"| `{name}` | {threads[name]} | {n:.3f} | {e:.2f} | {c:.2f} | {e / n:.0f}x | {e / c:.2f} |")
+        t = times[name]
+        n, e, c = (statistics.median(t[k]) for k in tools)
+        nf, ef, cf = (min(t[k]) for k in tools)
+        print(f"| `{name}` | {threads[name]} | {n:.3f} ({nf:.3f}) | {e:.2f} ({ef:.2f}) | {c:.2f} ({cf:.2f}) | "
+              f"{e / n:.0f}x | {e / c:.2f} | {ef / cf:.2f} |")
     return 0
 
 
