@@ -240,7 +240,7 @@ void name_finding_types(Analysis& a, const profile::Profile& p, TypeOracle& orac
   for (const auto& ir : p.instructions) by_ip[ir.ip] = &ir;
   const uint32_t line = p.geometry.line();
   const uint32_t granule = line >= 64 ? line / 64 : 1;
-  // Line masks are kept for every access in exact mode; elsewhere they come from samples.
+  // Line masks are kept at every sharing miss in exact mode; elsewhere they come from samples.
   const std::string masks_how = p.meta.mode == uint32_t(profile::Mode::Exact) ? "counted: " : "sampled: ";
   for (Finding& f : a.findings) {
     Place found;

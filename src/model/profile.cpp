@@ -26,10 +26,12 @@ inline uint64_t rotl(uint64_t v, int r) { return (v << r) | (v >> (64 - r)); }
 
 // Format 2's checksum (see Checksum in profile.h): the same value whatever pieces the bytes come
 // in. Word i of the stream (8 bytes, little-endian) goes into lane i % 4; the lanes are four
-// independent multiply chains, so a 32-byte block costs about one multiply's latency.
+// independent multiply chains kept in registers across blocks (blocks()), ~1.4 ns a 32-byte
+// block here: 32 MiB in ~1.5 ms, where FNV-1a's byte chain takes 34-38 ms.
 class Summer {
  public:
   void add(const void* data, size_t n) {
+    if (n == 0) return;  // (an empty section's data may be null)
     const auto* p = static_cast<const uint8_t*>(data);
     bytes_ += n;
     if (npending_ != 0) {
@@ -39,11 +41,14 @@ class Summer {
       p += take;
       n -= take;
       if (npending_ < sizeof pending_) return;
-      block(pending_);
+      blocks(pending_, 1);
       npending_ = 0;
     }
-    for (; n >= sizeof pending_; p += sizeof pending_, n -= sizeof pending_) block(p);
-    std::memcpy(pending_, p, n);
+    const size_t whole = n / sizeof pending_;
+    blocks(p, whole);
+    p += whole * sizeof pending_;
+    n -= whole * sizeof pending_;
+    if (n) std::memcpy(pending_, p, n);
     npending_ = n;
   }
   uint64_t value() const {
@@ -65,10 +70,25 @@ class Summer {
   static constexpr uint64_t kMul[4] = {0x9e3779b97f4a7c15ull, 0xd6e8feb86659fd93ull,
                                        0xa0761d6478bd642full, 0xe7037ed1a0b428dbull};
   static uint64_t step(uint64_t lane, uint64_t w, size_t j) { return rotl((lane ^ w) * kMul[j], 29); }
-  void block(const uint8_t* p) {
-    uint64_t w[4];
-    std::memcpy(w, p, sizeof w);
-    for (size_t j = 0; j < 4; ++j) lane_[j] = step(lane_[j], w[j], j);
+  // The lanes in locals: kept in memory between blocks (and vectorised with emulated 64-bit
+  // multiplies), the same loop took 5-7x longer.
+  void blocks(const uint8_t* p, size_t count) {
+    uint64_t a = lane_[0], b = lane_[1], c = lane_[2], d = lane_[3];
+    for (size_t k = 0; k < count; ++k, p += 32) {
+      uint64_t w0, w1, w2, w3;
+      std::memcpy(&w0, p, 8);
+      std::memcpy(&w1, p + 8, 8);
+      std::memcpy(&w2, p + 16, 8);
+      std::memcpy(&w3, p + 24, 8);
+      a = step(a, w0, 0);
+      b = step(b, w1, 1);
+      c = step(c, w2, 2);
+      d = step(d, w3, 3);
+    }
+    lane_[0] = a;
+    lane_[1] = b;
+    lane_[2] = c;
+    lane_[3] = d;
   }
   uint64_t lane_[4] = {1, 2, 3, 4};
   uint8_t pending_[32];

@@ -101,7 +101,8 @@ void text_latent(std::ostream& out, const profile::Profile& p, const analysis::P
         << l.alloc_thread << "):\n";
     // One line per thread: its bytes of the object, and the fields they are when known.
     for (size_t t = 0; t < l.threads.size(); ++t) {
-      out << "      thread " << l.threads[t] << " " << l.bytes[t];
+      out << "      thread " << l.threads[t] << " "
+          << (l.bytes[t].empty() ? std::string("(only bytes past the first 64 KiB)") : l.bytes[t]);
       if (t < l.fields.size() && !l.fields[t].empty()) out << " (" << fields_text(l.fields[t]) << ")";
       out << "\n";
     }

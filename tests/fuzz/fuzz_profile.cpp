@@ -1,6 +1,7 @@
 // The profile reader must reject any malformed bytes with an error, never crash or over-read.
-// Half the inputs get a correct size and checksum patched in, so mutations reach the section
-// table and records instead of stopping at the integrity checks.
+// Every input of a header's size or more is tried again with a correct size and checksum patched
+// in, so mutations reach the section table and records instead of stopping at the integrity
+// checks.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

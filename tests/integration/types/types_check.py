@@ -141,7 +141,7 @@ def main():
         if check(fsf, "the default report has no false-sharing finding"):
             check(fsf[0].get("type") == "struct worker" and fsf[0].get("field") == "count",
                   f"false-sharing finding type/field: {fsf[0].get('type')!r} {fsf[0].get('field')!r}")
-            # Placed by the bytes written on the shared line, which exact mode records for every access.
+            # Placed by the bytes written on the shared line, which exact mode records at every sharing miss.
             check(fsf[0].get("type_how") == "counted: the bytes the threads wrote on the line",
                   f"false-sharing finding type_how: {fsf[0].get('type_how')!r}")
         text = report(whymiss, prof)
