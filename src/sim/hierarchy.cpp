@@ -758,12 +758,17 @@ uint32_t Hierarchy::rivals_within(uint32_t core, uint64_t line, uint64_t lo_line
   uint64_t buf[3 * 64];
   if (size_t(ways) + depth > sizeof buf / sizeof buf[0]) return 0;
   const uint64_t* tags = l1.tag_ptr(size_t(set) * ways);
-  auto inside = [&](uint64_t v) {
-    return v != Cache::kInvalid && v != line && v >= lo_line && v < hi_line;
-  };
+  // Whether a candidate is counted decides no branch (it is data: unpredictable): each is
+  // stored and the count advances by the answer. v - lo < hi - lo as unsigned numbers says
+  // lo <= v < hi (and excludes kInvalid, which is no line in any object).
+  if (hi_line <= lo_line) return 0;
+  const uint64_t span = hi_line - lo_line;
+  auto inside = [&](uint64_t v) { return uint32_t((v != line) & (v - lo_line < span)); };
   uint32_t n = 0;
-  for (uint32_t w = 0; w < ways; ++w)
-    if (inside(tags[w])) buf[n++] = tags[w];
+  for (uint32_t w = 0; w < ways; ++w) {
+    buf[n] = tags[w];
+    n += inside(tags[w]);
+  }
   if (n >= enough) return enough;
   const uint64_t* ring = &c.victims[size_t(set) * depth];
   uint32_t at = c.victims_at[set];  // (no division per step: `at` steps back and wraps)
@@ -771,8 +776,11 @@ uint32_t Hierarchy::rivals_within(uint32_t core, uint64_t line, uint64_t lo_line
     at = at == 0 ? depth - 1 : at - 1;
     const uint64_t v = ring[at];
     if (v == line) break;
-    if (!inside(v) || std::find(buf, buf + n, v) != buf + n) continue;
-    buf[n++] = v;
+    if (!inside(v)) continue;
+    uint32_t dup = 0;
+    for (uint32_t i = 0; i < n; ++i) dup |= buf[i] == v;
+    buf[n] = v;
+    n += dup ^ 1;
     if (n >= enough) return enough;
   }
   return n;

@@ -199,12 +199,15 @@ void start(const sim::Hierarchy* sim, unsigned line_shift) {
 bool flow_on() noexcept { return g_flow_on; }
 bool working_set_on() noexcept { return g_ws_on; }
 
-void touch(HeapObject& o, uint32_t thread, bool write, bool miss) noexcept {
+void touch(HeapObject& o, uint32_t thread, bool write, bool miss, bool serialised) noexcept {
   if (!g_flow_on) return;
   const uint32_t last = o.flow_last;
   if (last != 0 && (last & ~kFlowWriteBit) == thread + 1) {  // the holder again
     if (miss) {
-      if (o.flow_edge) __atomic_fetch_add(&g_flows[o.flow_edge - 1].misses, 1, __ATOMIC_RELAXED);
+      // (The common case, once per L1 miss in an object: a plain add when nothing else can
+      // reach the edge meanwhile, a locked one otherwise.)
+      if (o.flow_edge && serialised) g_flows[o.flow_edge - 1].misses++;
+      else if (o.flow_edge) __atomic_fetch_add(&g_flows[o.flow_edge - 1].misses, 1, __ATOMIC_RELAXED);
       else g_dropped_misses.fetch_add(1, std::memory_order_relaxed);
     }
     return;
@@ -229,7 +232,10 @@ void touch(HeapObject& o, uint32_t thread, bool write, bool miss) noexcept {
 
 void miss(bool serialised) noexcept {
   if (!g_ws_on) return;
-  const uint64_t n = g_misses.fetch_add(1, std::memory_order_relaxed) + 1;
+  // Serialised: no other thread counts meanwhile, so no locked add (as spatial::seen).
+  const uint64_t n = serialised ? g_misses.load(std::memory_order_relaxed) + 1
+                                : g_misses.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (serialised) g_misses.store(n, std::memory_order_relaxed);
   if (n < g_next_due.load(std::memory_order_relaxed) || !serialised) return;
   LockGuard lock(g_ws_lock);
   if (g_final_taken) return;

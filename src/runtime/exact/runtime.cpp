@@ -126,6 +126,9 @@ struct Global {
   uint64_t l1_sets = 64;
   bool count_sets = true;  // per-set counts and re-conflict distances (WHYMISS_SETS)
   uint64_t rcd_sets = 64;  // l1_sets folded to profile::kMaxSetRecords
+  // l1_sets - 1 and rcd_sets - 1 when l1_sets is a power of two (0 otherwise): a miss's set and
+  // folded set without two divisions (see l1_set / rcd_set).
+  uint64_t l1_set_mask = 0, rcd_set_mask = 0;
   uint32_t cores = kMaxCores;
   pid_t pid = 0;
   uint64_t start_ns = 0;
@@ -306,6 +309,8 @@ void init() {
   while ((1u << g.line_shift) < geo.line()) ++g.line_shift;
   g.l1_sets = geo.levels[0].sets();
   g.rcd_sets = g.l1_sets < profile::kMaxSetRecords ? g.l1_sets : profile::kMaxSetRecords;
+  static_assert((profile::kMaxSetRecords & (profile::kMaxSetRecords - 1)) == 0);
+  if ((g.l1_sets & (g.l1_sets - 1)) == 0) g.l1_set_mask = g.l1_sets - 1, g.rcd_set_mask = g.rcd_sets - 1;
   g.cores = k.cores;
   g.policy = uint32_t(k.policy);
   g.inclusive = k.inclusive_llc;
@@ -494,7 +499,8 @@ struct ObjectHit {
 
 void count_object_miss(HeapObject& o, void* arg) {
   auto* h = static_cast<ObjectHit*>(arg);
-  flow::touch(o, h->thread, h->write, h->miss);
+  flow::touch(o, h->thread, h->write, h->miss,
+              !g.concurrent.load(std::memory_order_relaxed) || g.relay_mode);
   h->serial = o.serial;
   h->obj = &o;
   if (h->flow_only) return;
@@ -584,10 +590,12 @@ constinit thread_local bool t_relay_thread = false;
 // Whether `addr` lies within 4 KiB past a value stored in the 64 bytes around one of the
 // thread's last two misses (a pointer the program loaded there).
 bool points_into(const ThreadState* t, uint64_t addr) {
+  // All 16 words, without an exit per word (a mispredicted branch each): addr - w < 4096 as
+  // unsigned numbers also says addr >= w.
+  bool in = false;
   for (const auto& words : t->missed_words)
-    for (uint64_t w : words)
-      if (w != 0 && addr >= w && addr - w < 4096) return true;
-  return false;
+    for (uint64_t w : words) in |= (w != 0) & (addr - w < 4096);
+  return in;
 }
 
 // Counts the step of this miss of `ip` from the thread's previous miss there (StepRecord).
@@ -624,7 +632,7 @@ StepTable::Entry* note_step(ThreadState* t, uint64_t ip, uint64_t line, uint64_t
 // `e` is ip's entry when the caller has it (nullptr: looked up here).
 void note_rcd(ThreadState* t, uint64_t ip, uint64_t line, StepTable::Entry* e) {
   const uint64_t ord = ++t->rcd_misses;
-  uint64_t& last = t->rcd_last[(line % g.l1_sets) % g.rcd_sets];
+  uint64_t& last = t->rcd_last[g.rcd_set_mask ? line & g.rcd_set_mask : (line % g.l1_sets) % g.rcd_sets];
   if (!e) e = t->steps.get(ip);
   if (e) {
     if (last)
@@ -699,7 +707,8 @@ __attribute__((noinline)) void record_misses(ThreadState* t, InstructionRecord* 
     const uint64_t piece = k == 0 ? addr : lr.line << g.line_shift;
     StepTable::Entry* e = k == 0 ? note_step(t, ip, lr.line, addr) : nullptr;
     if (t->rcd_last) note_rcd(t, ip, lr.line, e);
-    const uint64_t set_bit = uint64_t(1) << ((lr.line % g.l1_sets) & 63);  // (any set count)
+    const uint64_t set = g.l1_set_mask ? lr.line & g.l1_set_mask : lr.line % g.l1_sets;
+    const uint64_t set_bit = uint64_t(1) << (set & 63);  // (any set count)
     if (s) s->l1_set_mask |= set_bit;
     if (o == Outcome::Compulsory) {
       // The first touch of a fresh object is usually one: the flow must see it.
