@@ -95,6 +95,7 @@ struct PageMemo {
 };
 constexpr uint32_t kPageMemos = 1024;
 PageMemo* g_page_memo = nullptr;
+bool g_walk_no_objects = false;  // take_sample: no object was findable when the walk began
 
 struct Walk {
   Sample* s;
@@ -146,7 +147,7 @@ void count_line(size_t level, uint32_t, uint64_t line, void* arg) {
       group = group_of(*w->s, profile::kWsNotHeap, f);
       // Remembered only for a page that holds no object at all (else a neighbour's lines would
       // be taken for non-heap ones).
-      if (page_without_objects(addr)) m = PageMemo{page + 1, 0, 0, group};
+      if (g_walk_no_objects || page_without_objects(addr)) m = PageMemo{page + 1, 0, 0, group};
     }
   }
   if (group == kWsGroups) {
@@ -161,6 +162,11 @@ void take_sample(Sample& s, uint64_t misses) {
   s.l1_misses = misses;
   s.ngroups = 0;
   std::memset(g_page_memo, 0, sizeof(PageMemo) * kPageMemos);
+  // Before any object was made findable the store cannot vouch for a page (page_without_objects
+  // says no), yet no page holds one: remembered per page all the same, as for the pages it
+  // vouches for (else each walked line asked the store twice, a program that never allocates
+  // paying on every sample).
+  g_walk_no_objects = object_attaches() == 0;
   Walk w{&s};
   g_sim->for_each_line(count_line, &w, kWsMaxWalk);
 }

@@ -549,6 +549,13 @@ bool count_miss_in_object(ThreadState* t, uintptr_t addr, ObjectHit* hit) {
   const uint64_t page = addr >> 12;
   auto& clear = t->clear_pages[page_slot(page, ThreadState::kClearPages)];
   if (clear.page_plus_one == page + 1 && clear.epoch == attaches) return false;
+  // No object was ever made findable (a program that has not allocated yet): every page is
+  // clear for as long as that holds, without asking the store (which cannot vouch for a page
+  // then, so its answer was never remembered and each miss asked again).
+  if (attaches == 0) {
+    clear = ThreadState::ClearPage{page + 1, attaches};
+    return false;
+  }
   if (!count_miss_in_live_object(t, addr, hit)) {
     if (page_without_objects(addr)) clear = ThreadState::ClearPage{page + 1, attaches};
     return false;
@@ -660,7 +667,11 @@ void note_victim(ThreadState* t, uint64_t line, uint64_t mask, bool serialised) 
   const uint64_t attaches = object_attaches();
   const uint64_t page = base >> 12;
   auto& clear = t->clear_pages[page_slot(page, ThreadState::kClearPages)];
-  if (clear.page_plus_one == page + 1 && clear.epoch == attaches) return spatial::outside();
+  if (clear.page_plus_one == page + 1 && clear.epoch == attaches) return spatial::outside(serialised);
+  if (attaches == 0) {  // nothing findable yet (see count_miss_in_object)
+    clear = ThreadState::ClearPage{page + 1, attaches};
+    return spatial::outside(serialised);
+  }
   // While the process has one thread: the object a miss on this page landed in, when it covers
   // the whole line (then it is the only object there), without the store's locks.
   if (t->memo != nullptr && !t->relayed && object_detaches() == t->objects_epoch) {
@@ -672,7 +683,7 @@ void note_victim(ThreadState* t, uint64_t line, uint64_t mask, bool serialised) 
   const int n = objects_overlapping(base, base + (uint64_t(1) << g.line_shift), objs, 4);
   if (n == 0) {
     if (page_without_objects(base)) clear = ThreadState::ClearPage{page + 1, attaches};
-    return spatial::outside();
+    return spatial::outside(serialised);
   }
   for (int i = 0; i < n && i < 4; ++i) spatial::evicted(objs[i], line, mask, serialised);
 }
