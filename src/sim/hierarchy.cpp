@@ -219,11 +219,14 @@ struct Hierarchy::Impl {
     sh.counters.level[level].by_outcome[int(o)][w]++;
     // A shard owns the same sets in every level (and folding keeps them apart: the shard count
     // divides kMaxCountedSets), so the shard lock covers these too.
-    if (!set_rows[level].empty()) {
-      const SetIndex& si = set_index[level];
-      const uint64_t set = (si.mask ? line & si.mask : line % si.sets) % kMaxCountedSets;
-      set_rows[level][set * kNumOutcomes + int(o)]++;
-    }
+    if (!set_rows[level].empty()) set_rows[level][set_row(level, line) + int(o)]++;
+  }
+  // Where `line`'s set's counts start in set_rows[level] (a shared level's are a host cache
+  // miss: prefetch_shared starts loading them).
+  size_t set_row(size_t level, uint64_t line) const {
+    const SetIndex& si = set_index[level];
+    const uint64_t set = (si.mask ? line & si.mask : line % si.sets) % kMaxCountedSets;
+    return size_t(set) * kNumOutcomes;
   }
 
   // Sets the MESI state of `line` in every private level of `c` that holds it.
@@ -404,6 +407,7 @@ struct Hierarchy::Impl {
     shared->prefetch(line);
     shared->prefetch_entries(line);
     shared_shadow->prefetch(line);
+    if (!set_rows[npriv].empty()) __builtin_prefetch(&set_rows[npriv][set_row(npriv, line)]);
   }
 
   // core_first: the requesting core never accessed the line before. If it did, it asked the

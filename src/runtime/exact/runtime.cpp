@@ -544,7 +544,9 @@ bool count_miss_in_live_object(ThreadState* t, uintptr_t addr, ObjectHit* hit) {
 // with_object(addr, count_object_miss, hit), skipping pages known to hold no object. Safe with
 // other threads too: an object that becomes live changes the epoch before anyone can access it,
 // and so before the access reaches the simulator.
-bool count_miss_in_object(ThreadState* t, uintptr_t addr, ObjectHit* hit) {
+// Out of line: inlined into record_misses it made `capacity` 15% slower (its samples sat on
+// one store in record_misses' larger frame; bench/README.md, "Simulator throughput").
+__attribute__((noinline)) bool count_miss_in_object(ThreadState* t, uintptr_t addr, ObjectHit* hit) {
   const uint64_t attaches = object_attaches();
   const uint64_t page = addr >> 12;
   auto& clear = t->clear_pages[page_slot(page, ThreadState::kClearPages)];
