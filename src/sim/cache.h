@@ -54,10 +54,21 @@ class Cache {
       if (t[w] == line) return int64_t(base + w);
     return -1;
   }
-  // A hint that find(line) or a fill comes soon: starts loading the set's fingerprints and tags.
+  // A hint that find(line) or a fill comes soon: starts loading the set's fingerprints and tags
+  // (a 16-way set's tags span two or three host lines; the victim's may be in any of them).
   void prefetch(uint64_t line) const {
-    if (rows_) __builtin_prefetch(row_ptr(set_of(line)));
-    __builtin_prefetch(&tag_[size_t(set_of(line)) * ways_]);
+    const uint32_t set = set_of(line);
+    if (rows_) __builtin_prefetch(row_ptr(set));
+    const uint64_t* t = &tag_[size_t(set) * ways_];
+    for (uint32_t w = 0; w < ways_; w += 8) __builtin_prefetch(t + w);
+    __builtin_prefetch(t + ways_ - 1);
+  }
+  // The same for the set's entries (16 bytes a way), which a fill reads for its victim's dirty
+  // bit: for the shared level, whose entries are a host cache miss.
+  void prefetch_entries(uint64_t line) const {
+    const Entry* e = &entry_[size_t(set_of(line)) * ways_];
+    for (uint32_t w = 0; w < ways_; w += 4) __builtin_prefetch(e + w);
+    __builtin_prefetch(e + ways_ - 1);
   }
   // Where to put a new line of `set`: an invalid way if any (the lowest), else the policy's
   // victim.

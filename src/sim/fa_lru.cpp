@@ -1,6 +1,8 @@
 #include "sim/fa_lru.h"
 
 #include <algorithm>
+
+#include "sim/zeroed.h"
 #include <utility>
 #include <vector>
 
@@ -14,6 +16,12 @@ FaLru::FaLru(uint64_t capacity_lines) : cap_(uint32_t(capacity_lines ? capacity_
 }
 
 void FaLru::resize_table(size_t slots) {
+  {
+    std::vector<Slot> t;
+    t.reserve(slots);
+    advise_huge(t.data(), slots * sizeof(Slot));
+    table_.swap(t);  // (the old table's contents are not needed: every line is re-homed below)
+  }
   table_.assign(slots, Slot{0, kNil});
   mask_ = slots - 1;
   shift_ = 32 - uint32_t(__builtin_ctzll(slots));  // a table has at most 2^31 slots (2^30 lines)
@@ -108,7 +116,15 @@ bool FaLru::access_slow(uint64_t line) {
     // Memory follows the footprint: twice the table and the nodes when they are full enough.
     if (size_t(size_ + 1) * 2 > table_.size() && table_.size() < max_slots_)
       resize_table(table_.size() * 2);
-    if (size_ == nodes_.size()) nodes_.resize(std::min<size_t>(cap_, nodes_.size() * 2));
+    if (size_ == nodes_.size()) {
+      const size_t n = std::min<size_t>(cap_, nodes_.size() * 2);
+      std::vector<Node> grown;
+      grown.reserve(n);
+      advise_huge(grown.data(), n * sizeof(Node));
+      grown.assign(nodes_.begin(), nodes_.end());
+      grown.resize(n);
+      nodes_.swap(grown);
+    }
     n = size_++;
     nodes_[n].key = line;
     nodes_[n].stamp = ++clock_;
@@ -127,6 +143,15 @@ bool FaLru::access_slow(uint64_t line) {
   nodes_[n].key = line;
   table_insert(Slot{fp_of(line), n});
   push_front(n);
+  // The next miss evicts the new tail (its node is cached: unlink just wrote it): start loading
+  // what that eviction will wait for, its predecessor's node and its own table slot. In a big
+  // shadow fed lines at random both are host cache misses, and the next miss is far enough away
+  // for them to arrive. (Small shadows are cached whole.)
+  if (cap_ >= kPrefetchVictimLines && tail_ != kNil) {
+    const Node& t = nodes_[tail_];
+    if (t.prev != kNil) __builtin_prefetch(&nodes_[t.prev]);
+    __builtin_prefetch(&table_[home(fp_of(t.key))]);
+  }
   return false;
 }
 

@@ -80,6 +80,7 @@ class FaLru {
   void table_erase(uint64_t line, uint32_t n);  // n: line's node
   void resize_table(size_t slots);  // a power of two; re-homes every line
   static constexpr size_t kFirstSlots = 256;
+  static constexpr uint32_t kPrefetchVictimLines = 1u << 14;  // 256 KiB of nodes and up
 
   uint32_t cap_;
   uint32_t size_ = 0;

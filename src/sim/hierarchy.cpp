@@ -93,6 +93,8 @@ struct CoreState {
   uint64_t l1_set_mask = 0, l1_sets = 0;  // for the credit's set index (mask 0: not a power of 2)
   // The result of the access whose fill is under way (access_line), told of L1's victim.
   LineResult* filling = nullptr;
+  // This core's latest L1 miss missed every private level too (a hint for prefetching).
+  bool went_shared = false;
   uint64_t memo_pending() const {
     return memo.hits[0].load(std::memory_order_relaxed) +
            memo.hits[1].load(std::memory_order_relaxed) - memo_hits_base;
@@ -217,11 +219,14 @@ struct Hierarchy::Impl {
     sh.counters.level[level].by_outcome[int(o)][w]++;
     // A shard owns the same sets in every level (and folding keeps them apart: the shard count
     // divides kMaxCountedSets), so the shard lock covers these too.
-    if (!set_rows[level].empty()) {
-      const SetIndex& si = set_index[level];
-      const uint64_t set = (si.mask ? line & si.mask : line % si.sets) % kMaxCountedSets;
-      set_rows[level][set * kNumOutcomes + int(o)]++;
-    }
+    if (!set_rows[level].empty()) set_rows[level][set_row(level, line) + int(o)]++;
+  }
+  // Where `line`'s set's counts start in set_rows[level] (a shared level's are a host cache
+  // miss: prefetch_shared starts loading them).
+  size_t set_row(size_t level, uint64_t line) const {
+    const SetIndex& si = set_index[level];
+    const uint64_t set = (si.mask ? line & si.mask : line % si.sets) % kMaxCountedSets;
+    return size_t(set) * kNumOutcomes;
   }
 
   // Sets the MESI state of `line` in every private level of `c` that holds it.
@@ -369,11 +374,15 @@ struct Hierarchy::Impl {
     bool dirty = shared->entry(idx).dirty;
     shared->invalidate(idx);
     if (knobs.inclusive_llc) {
-      const Outcome why = shared_shadow_contains(v) ? Outcome::Conflict : Outcome::Capacity;
+      // Why the line left (a conflict if the shared shadow still holds it) matters only to a
+      // core that loses a copy: asked then, at most once. Most victims of a big shared level
+      // are in no private level, and the question is a host cache miss or two in its shadow.
+      int why = -1;
       uint32_t n = created.load(std::memory_order_acquire);
       for (uint32_t q = 0; q < n; ++q) {
         uint32_t oid = created_ids[q];
         CoreState& o = *cores[oid].load(std::memory_order_acquire);
+        if (o.priv[npriv - 1]->find(v) < 0) continue;  // inclusion: absent everywhere
         Departure d;
         for (size_t l = 0; l < npriv; ++l) {
           int64_t x = o.priv[l]->find(v);
@@ -384,7 +393,8 @@ struct Hierarchy::Impl {
           d.inclusion_levels |= uint8_t(1u << l);
         }
         if (d.inclusion_levels) {
-          d.inclusion_kind = why;
+          if (why < 0) why = int(shared_shadow_contains(v) ? Outcome::Conflict : Outcome::Capacity);
+          d.inclusion_kind = Outcome(why);
           sh.departures.set(v, oid, d);
         }
       }
@@ -392,8 +402,20 @@ struct Hierarchy::Impl {
     if (dirty) sh.counters.level[npriv].writebacks++;
   }
 
-  void access_shared(Shard& sh, uint64_t line, bool w, LineResult& r) {
+  // Starts loading what access_shared will look at (see access_line).
+  void prefetch_shared(uint64_t line) {
+    shared->prefetch(line);
+    shared->prefetch_entries(line);
+    shared_shadow->prefetch(line);
+    if (!set_rows[npriv].empty()) __builtin_prefetch(&set_rows[npriv][set_row(npriv, line)]);
+  }
+
+  // core_first: the requesting core never accessed the line before. If it did, it asked the
+  // shared level for it then (every first access misses the private levels), so the line is in
+  // shared_seen already and the set need not be asked.
+  void access_shared(Shard& sh, uint64_t line, bool w, bool core_first, LineResult& r) {
     const size_t s = npriv;
+    if (core_first) sh.shared_seen.prefetch_lookup(line >> shard_bits);
     bool shadow_hit;
     {
       Guard g(shared_shadow_lock, concurrent);
@@ -407,7 +429,7 @@ struct Hierarchy::Impl {
       count(sh, s, Outcome::Hit, w, line);
       return;
     }
-    Outcome o = sh.shared_seen.insert(line >> shard_bits) ? Outcome::Compulsory
+    Outcome o = core_first && sh.shared_seen.insert(line >> shard_bits) ? Outcome::Compulsory
                 : shadow_hit                ? Outcome::Conflict
                                             : Outcome::Capacity;
     r.level[s] = o;
@@ -498,37 +520,46 @@ struct Hierarchy::Impl {
       }
     }
 
+    // First every level's lookups (shadow and tags), then the classification of the levels
+    // that missed: the host cache misses of the bigger levels' lookups and of the first-touch
+    // set overlap instead of each waiting for the one before.
     size_t hit_level = npriv;
     int64_t hit_idx = -1;
-    bool first = false;
+    uint32_t shadow_hits = 0;  // bit l: level l's shadow held the line
     for (size_t l = 0; l < npriv; ++l) {
-      bool shadow_hit = c.shadow[l]->access(line);
+      if (c.shadow[l]->access(line)) shadow_hits |= 1u << l;
       hit_idx = l == 0 && l1_found != kUnknown ? l1_found : c.priv[l]->find(line);
       if (hit_idx >= 0) {
         hit_level = l;
-        r.level[l] = Outcome::Hit;
-        count(sh, l, Outcome::Hit, w, line);
         break;
       }
       if (l == 0) {
         // An L1 miss usually goes further: start loading what the next levels will look at
-        // (their tags and shadow slots are host cache misses for big levels).
+        // (their tags and shadow slots are host cache misses for big levels), and the
+        // first-touch set's word when it will be asked (below). When this core's previous L1
+        // miss went past its private levels, this one probably will too: the shared level's
+        // loads start now as well (when it did not, they wait until the private levels missed,
+        // since most L1 misses hit a private level and these are big arrays).
         for (size_t u = 1; u < npriv; ++u) c.priv[u]->prefetch(line), c.shadow[u]->prefetch(line);
-        // A line the L1 shadow still holds was accessed by this core before (its first access
-        // missed and went through here): no need to ask the first-touch set.
-        first = !shadow_hit && c.seen.insert(line);
+        if (!(shadow_hits & 1)) c.seen.prefetch_lookup(line);
+        if (c.went_shared && has_shared) prefetch_shared(line);
+      } else if (l + 1 == npriv && has_shared && !c.went_shared) {
+        prefetch_shared(line);
       }
-      if (l + 1 == npriv && has_shared) {
-        // The last private level missed too: start the shared level's loads together, so their
-        // host misses overlap instead of queuing one after another. (Not earlier: most L1
-        // misses hit a private level, and these are big arrays.)
-        shared->prefetch(line), shared_shadow->prefetch(line);
-        sh.shared_seen.prefetch(line >> shard_bits);
-      }
-      Outcome o = classify_private(cid, sh, l, line, gm, first, shadow_hit, r);
+    }
+    // A line the L1 shadow still holds was accessed by this core before (its first access
+    // missed and went through here): no need to ask the first-touch set.
+    const bool first = hit_level > 0 && !(shadow_hits & 1) && c.seen.insert(line);
+    for (size_t l = 0; l < hit_level; ++l) {
+      const Outcome o = classify_private(cid, sh, l, line, gm, first, (shadow_hits >> l) & 1, r);
       r.level[l] = o;
       count(sh, l, o, w, line);
     }
+    if (hit_level < npriv) {
+      r.level[hit_level] = Outcome::Hit;
+      count(sh, hit_level, Outcome::Hit, w, line);
+    }
+    if (hit_level > 0) c.went_shared = hit_level == npriv;
 
     size_t l1_idx;
     if (hit_level < npriv) {
@@ -553,7 +584,7 @@ struct Hierarchy::Impl {
       bool others = snoop(cid, sh, line, gm, w, r);
       Mesi st = w ? Mesi::M : (others ? Mesi::S : Mesi::E);
       if (has_shared) {
-        access_shared(sh, line, w, r);
+        access_shared(sh, line, w, first, r);
       } else {
         r.levels_reached = uint8_t(npriv + 1);
       }
@@ -723,25 +754,40 @@ uint32_t Hierarchy::rivals_within(uint32_t core, uint64_t line, uint64_t lo_line
   Guard sg(m.shards[line & m.shard_mask].lock, m.concurrent);
   const Cache& l1 = *c.l1;
   const uint32_t set = l1.set_of(line), ways = l1.ways(), depth = c.victim_depth;
-  // At most ways + depth candidates; distinct ones are counted by sorting them. Callers run
-  // under the object store's lock, where nothing may allocate: an L1 wider than 64 ways (where
-  // conflicts are rare anyway) gets no answer.
+  // Called on every L1 conflict miss in a heap object (the exact runtime's attribution), so it
+  // stops as soon as it has `enough`. The set's tags are distinct lines: they count without
+  // comparisons. A departed line counts unless it is back in the set or already counted. Under
+  // the object store's lock nothing may allocate: the candidates live on the stack, and an L1
+  // wider than 64 ways (where conflicts are rare anyway) gets no answer.
   uint64_t buf[3 * 64];
   if (size_t(ways) + depth > sizeof buf / sizeof buf[0]) return 0;
-  size_t n = 0;
-  auto consider = [&](uint64_t v) {
-    if (v != Cache::kInvalid && v != line && v >= lo_line && v < hi_line) buf[n++] = v;
-  };
-  for (uint32_t w = 0; w < ways; ++w) consider(l1.tag(size_t(set) * ways + w));
-  const uint64_t* ring = &c.victims[size_t(set) * depth];
-  for (uint32_t k = 1; k <= depth; ++k) {  // newest first, back to `line`'s own eviction
-    const uint32_t at = (c.victims_at[set] + depth - k) % depth;
-    if (ring[at] == line) break;
-    consider(ring[at]);
+  const uint64_t* tags = l1.tag_ptr(size_t(set) * ways);
+  // Whether a candidate is counted decides no branch (it is data: unpredictable): each is
+  // stored and the count advances by the answer. v - lo < hi - lo as unsigned numbers says
+  // lo <= v < hi (and excludes kInvalid, which is no line in any object).
+  if (hi_line <= lo_line) return 0;
+  const uint64_t span = hi_line - lo_line;
+  auto inside = [&](uint64_t v) { return uint32_t((v != line) & (v - lo_line < span)); };
+  uint32_t n = 0;
+  for (uint32_t w = 0; w < ways; ++w) {
+    buf[n] = tags[w];
+    n += inside(tags[w]);
   }
-  std::sort(buf, buf + n);
-  const size_t distinct = size_t(std::unique(buf, buf + n) - buf);
-  return uint32_t(std::min<size_t>(distinct, enough));
+  if (n >= enough) return enough;
+  const uint64_t* ring = &c.victims[size_t(set) * depth];
+  uint32_t at = c.victims_at[set];  // (no division per step: `at` steps back and wraps)
+  for (uint32_t k = 1; k <= depth; ++k) {  // newest first, back to `line`'s own eviction
+    at = at == 0 ? depth - 1 : at - 1;
+    const uint64_t v = ring[at];
+    if (v == line) break;
+    if (!inside(v)) continue;
+    uint32_t dup = 0;
+    for (uint32_t i = 0; i < n; ++i) dup |= buf[i] == v;
+    buf[n] = v;
+    n += dup ^ 1;
+    if (n >= enough) return enough;
+  }
+  return n;
 }
 
 

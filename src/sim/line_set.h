@@ -33,6 +33,14 @@ class LineSet {
     if ((line >> kLeafBits) == memo_key_)
       __builtin_prefetch(&memo_leaf_[(line & (kLeafLines - 1)) / 64]);
   }
+  // A stronger hint, for a caller that will insert(line) after other host cache misses: looks
+  // the leaf up (the table is small and usually cached) and starts loading the line's word.
+  // Nothing when the leaf does not exist yet.
+  void prefetch_lookup(uint64_t line) const {
+    const uint64_t key = line >> kLeafBits;
+    const uint64_t* leaf = key == memo_key_ ? memo_leaf_ : find_leaf(key);
+    if (leaf) __builtin_prefetch(&leaf[(line & (kLeafLines - 1)) / 64]);
+  }
   uint64_t size() const { return count_; }
 
  private:

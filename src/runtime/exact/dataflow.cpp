@@ -95,6 +95,7 @@ struct PageMemo {
 };
 constexpr uint32_t kPageMemos = 1024;
 PageMemo* g_page_memo = nullptr;
+bool g_walk_no_objects = false;  // take_sample: no object was findable when the walk began
 
 struct Walk {
   Sample* s;
@@ -146,7 +147,7 @@ void count_line(size_t level, uint32_t, uint64_t line, void* arg) {
       group = group_of(*w->s, profile::kWsNotHeap, f);
       // Remembered only for a page that holds no object at all (else a neighbour's lines would
       // be taken for non-heap ones).
-      if (page_without_objects(addr)) m = PageMemo{page + 1, 0, 0, group};
+      if (g_walk_no_objects || page_without_objects(addr)) m = PageMemo{page + 1, 0, 0, group};
     }
   }
   if (group == kWsGroups) {
@@ -161,6 +162,11 @@ void take_sample(Sample& s, uint64_t misses) {
   s.l1_misses = misses;
   s.ngroups = 0;
   std::memset(g_page_memo, 0, sizeof(PageMemo) * kPageMemos);
+  // Before any object was made findable the store cannot vouch for a page (page_without_objects
+  // says no), yet no page holds one: remembered per page all the same, as for the pages it
+  // vouches for (else each walked line asked the store twice, a program that never allocates
+  // paying on every sample).
+  g_walk_no_objects = object_attaches() == 0;
   Walk w{&s};
   g_sim->for_each_line(count_line, &w, kWsMaxWalk);
 }
@@ -199,12 +205,15 @@ void start(const sim::Hierarchy* sim, unsigned line_shift) {
 bool flow_on() noexcept { return g_flow_on; }
 bool working_set_on() noexcept { return g_ws_on; }
 
-void touch(HeapObject& o, uint32_t thread, bool write, bool miss) noexcept {
+void touch(HeapObject& o, uint32_t thread, bool write, bool miss, bool serialised) noexcept {
   if (!g_flow_on) return;
   const uint32_t last = o.flow_last;
   if (last != 0 && (last & ~kFlowWriteBit) == thread + 1) {  // the holder again
     if (miss) {
-      if (o.flow_edge) __atomic_fetch_add(&g_flows[o.flow_edge - 1].misses, 1, __ATOMIC_RELAXED);
+      // (The common case, once per L1 miss in an object: a plain add when nothing else can
+      // reach the edge meanwhile, a locked one otherwise.)
+      if (o.flow_edge && serialised) g_flows[o.flow_edge - 1].misses++;
+      else if (o.flow_edge) __atomic_fetch_add(&g_flows[o.flow_edge - 1].misses, 1, __ATOMIC_RELAXED);
       else g_dropped_misses.fetch_add(1, std::memory_order_relaxed);
     }
     return;
@@ -229,7 +238,10 @@ void touch(HeapObject& o, uint32_t thread, bool write, bool miss) noexcept {
 
 void miss(bool serialised) noexcept {
   if (!g_ws_on) return;
-  const uint64_t n = g_misses.fetch_add(1, std::memory_order_relaxed) + 1;
+  // Serialised: no other thread counts meanwhile, so no locked add (as spatial::seen).
+  const uint64_t n = serialised ? g_misses.load(std::memory_order_relaxed) + 1
+                                : g_misses.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (serialised) g_misses.store(n, std::memory_order_relaxed);
   if (n < g_next_due.load(std::memory_order_relaxed) || !serialised) return;
   LockGuard lock(g_ws_lock);
   if (g_final_taken) return;

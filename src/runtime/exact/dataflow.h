@@ -42,8 +42,10 @@ bool flow_on() noexcept;
 bool working_set_on() noexcept;
 
 // A touch of heap object `o` by thread `thread` (an L1 miss when `miss`, else a write upgrading
-// a shared copy). The caller holds o's lock (with_object) or serialises all heap activity.
-void touch(HeapObject& o, uint32_t thread, bool write, bool miss) noexcept;
+// a shared copy). The caller holds o's lock (with_object) or serialises all heap activity;
+// `serialised`: no other access reaches the simulator until this returns (the counts then need
+// no locked adds).
+void touch(HeapObject& o, uint32_t thread, bool write, bool miss, bool serialised) noexcept;
 
 // One L1 miss of the program; takes a working-set sample when one is due. `serialised`: no
 // other access reaches the simulator until this returns.

@@ -126,6 +126,9 @@ struct Global {
   uint64_t l1_sets = 64;
   bool count_sets = true;  // per-set counts and re-conflict distances (WHYMISS_SETS)
   uint64_t rcd_sets = 64;  // l1_sets folded to profile::kMaxSetRecords
+  // l1_sets - 1 and rcd_sets - 1 when l1_sets is a power of two (0 otherwise): a miss's set and
+  // folded set without two divisions (see l1_set / rcd_set).
+  uint64_t l1_set_mask = 0, rcd_set_mask = 0;
   uint32_t cores = kMaxCores;
   pid_t pid = 0;
   uint64_t start_ns = 0;
@@ -306,6 +309,8 @@ void init() {
   while ((1u << g.line_shift) < geo.line()) ++g.line_shift;
   g.l1_sets = geo.levels[0].sets();
   g.rcd_sets = g.l1_sets < profile::kMaxSetRecords ? g.l1_sets : profile::kMaxSetRecords;
+  static_assert((profile::kMaxSetRecords & (profile::kMaxSetRecords - 1)) == 0);
+  if ((g.l1_sets & (g.l1_sets - 1)) == 0) g.l1_set_mask = g.l1_sets - 1, g.rcd_set_mask = g.rcd_sets - 1;
   g.cores = k.cores;
   g.policy = uint32_t(k.policy);
   g.inclusive = k.inclusive_llc;
@@ -494,7 +499,8 @@ struct ObjectHit {
 
 void count_object_miss(HeapObject& o, void* arg) {
   auto* h = static_cast<ObjectHit*>(arg);
-  flow::touch(o, h->thread, h->write, h->miss);
+  flow::touch(o, h->thread, h->write, h->miss,
+              !g.concurrent.load(std::memory_order_relaxed) || g.relay_mode);
   h->serial = o.serial;
   h->obj = &o;
   if (h->flow_only) return;
@@ -538,11 +544,20 @@ bool count_miss_in_live_object(ThreadState* t, uintptr_t addr, ObjectHit* hit) {
 // with_object(addr, count_object_miss, hit), skipping pages known to hold no object. Safe with
 // other threads too: an object that becomes live changes the epoch before anyone can access it,
 // and so before the access reaches the simulator.
-bool count_miss_in_object(ThreadState* t, uintptr_t addr, ObjectHit* hit) {
+// Out of line: inlined into record_misses it made `capacity` 15% slower (its samples sat on
+// one store in record_misses' larger frame; bench/README.md, "Simulator throughput").
+__attribute__((noinline)) bool count_miss_in_object(ThreadState* t, uintptr_t addr, ObjectHit* hit) {
   const uint64_t attaches = object_attaches();
   const uint64_t page = addr >> 12;
   auto& clear = t->clear_pages[page_slot(page, ThreadState::kClearPages)];
   if (clear.page_plus_one == page + 1 && clear.epoch == attaches) return false;
+  // No object was ever made findable (a program that has not allocated yet): every page is
+  // clear for as long as that holds, without asking the store (which cannot vouch for a page
+  // then, so its answer was never remembered and each miss asked again).
+  if (attaches == 0) {
+    clear = ThreadState::ClearPage{page + 1, attaches};
+    return false;
+  }
   if (!count_miss_in_live_object(t, addr, hit)) {
     if (page_without_objects(addr)) clear = ThreadState::ClearPage{page + 1, attaches};
     return false;
@@ -584,10 +599,12 @@ constinit thread_local bool t_relay_thread = false;
 // Whether `addr` lies within 4 KiB past a value stored in the 64 bytes around one of the
 // thread's last two misses (a pointer the program loaded there).
 bool points_into(const ThreadState* t, uint64_t addr) {
+  // All 16 words, without an exit per word (a mispredicted branch each): addr - w < 4096 as
+  // unsigned numbers also says addr >= w.
+  bool in = false;
   for (const auto& words : t->missed_words)
-    for (uint64_t w : words)
-      if (w != 0 && addr >= w && addr - w < 4096) return true;
-  return false;
+    for (uint64_t w : words) in |= (w != 0) & (addr - w < 4096);
+  return in;
 }
 
 // Counts the step of this miss of `ip` from the thread's previous miss there (StepRecord).
@@ -624,7 +641,7 @@ StepTable::Entry* note_step(ThreadState* t, uint64_t ip, uint64_t line, uint64_t
 // `e` is ip's entry when the caller has it (nullptr: looked up here).
 void note_rcd(ThreadState* t, uint64_t ip, uint64_t line, StepTable::Entry* e) {
   const uint64_t ord = ++t->rcd_misses;
-  uint64_t& last = t->rcd_last[(line % g.l1_sets) % g.rcd_sets];
+  uint64_t& last = t->rcd_last[g.rcd_set_mask ? line & g.rcd_set_mask : (line % g.l1_sets) % g.rcd_sets];
   if (!e) e = t->steps.get(ip);
   if (e) {
     if (last)
@@ -652,7 +669,11 @@ void note_victim(ThreadState* t, uint64_t line, uint64_t mask, bool serialised) 
   const uint64_t attaches = object_attaches();
   const uint64_t page = base >> 12;
   auto& clear = t->clear_pages[page_slot(page, ThreadState::kClearPages)];
-  if (clear.page_plus_one == page + 1 && clear.epoch == attaches) return spatial::outside();
+  if (clear.page_plus_one == page + 1 && clear.epoch == attaches) return spatial::outside(serialised);
+  if (attaches == 0) {  // nothing findable yet (see count_miss_in_object)
+    clear = ThreadState::ClearPage{page + 1, attaches};
+    return spatial::outside(serialised);
+  }
   // While the process has one thread: the object a miss on this page landed in, when it covers
   // the whole line (then it is the only object there), without the store's locks.
   if (t->memo != nullptr && !t->relayed && object_detaches() == t->objects_epoch) {
@@ -664,7 +685,7 @@ void note_victim(ThreadState* t, uint64_t line, uint64_t mask, bool serialised) 
   const int n = objects_overlapping(base, base + (uint64_t(1) << g.line_shift), objs, 4);
   if (n == 0) {
     if (page_without_objects(base)) clear = ThreadState::ClearPage{page + 1, attaches};
-    return spatial::outside();
+    return spatial::outside(serialised);
   }
   for (int i = 0; i < n && i < 4; ++i) spatial::evicted(objs[i], line, mask, serialised);
 }
@@ -699,7 +720,8 @@ __attribute__((noinline)) void record_misses(ThreadState* t, InstructionRecord* 
     const uint64_t piece = k == 0 ? addr : lr.line << g.line_shift;
     StepTable::Entry* e = k == 0 ? note_step(t, ip, lr.line, addr) : nullptr;
     if (t->rcd_last) note_rcd(t, ip, lr.line, e);
-    const uint64_t set_bit = uint64_t(1) << ((lr.line % g.l1_sets) & 63);  // (any set count)
+    const uint64_t set = g.l1_set_mask ? lr.line & g.l1_set_mask : lr.line % g.l1_sets;
+    const uint64_t set_bit = uint64_t(1) << (set & 63);  // (any set count)
     if (s) s->l1_set_mask |= set_bit;
     if (o == Outcome::Compulsory) {
       // The first touch of a fresh object is usually one: the flow must see it.

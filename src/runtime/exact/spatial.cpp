@@ -65,8 +65,9 @@ void seen(bool serialised) noexcept {
   else g_evicted.fetch_add(1, std::memory_order_relaxed);
 }
 
-void outside() noexcept {
-  g_outside.fetch_add(1, std::memory_order_relaxed);
+void outside(bool serialised) noexcept {
+  if (serialised) g_outside.store(g_outside.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  else g_outside.fetch_add(1, std::memory_order_relaxed);
 }
 
 void evicted(const HeapObject& o, uint64_t line, uint64_t mask, bool serialised) noexcept {

@@ -31,7 +31,7 @@ void evicted(const HeapObject& o, uint64_t line, uint64_t mask, bool serialised)
 // `serialised` as for evicted().
 void seen(bool serialised) noexcept;
 // L1 evicted a line in no live heap object (after seen()).
-void outside() noexcept;
+void outside(bool serialised) noexcept;
 
 // Records for the profile, once recording stopped; arrays from the caller (private heap).
 size_t count() noexcept;
