@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 
-from timing import CACHEGRIND, timed
+from timing import CACHEGRIND, cpu_model, loadavg, timed
 
 # Scales: native >= ~0.2 s for the single-threaded programs with exact mode under ~60 s; the
 # sharing programs at 10 (at 1 cachegrind's start-up was most of its time; see bench/README.md).
@@ -74,22 +74,6 @@ def marginal(t, scale):
     if dc < 0.05:  # cachegrind's extra work is below the runs' spread: no ratio worth printing
         return f"n/a (cachegrind +{dc:.2f}s)"
     return f"{de / dc:.1f}"
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def main():

@@ -50,7 +50,7 @@ import sys
 import tarfile
 import time
 
-from timing import CACHEGRIND, timed
+from timing import CACHEGRIND, cpu_model, loadavg, timed
 
 # Cachegrind's D1 and LL (timing.CACHEGRIND) as exact mode's two levels.
 GEOMETRY = "L1=48K:12:64,L2=32M:16:64"
@@ -201,22 +201,6 @@ def tar_corpus(path, cap):
     with open(path + ".id", "w") as f:
         f.write(f"{ident}\n{count}\n{h.hexdigest()}")
     return count, os.path.getsize(path), h.hexdigest()
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def main():

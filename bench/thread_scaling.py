@@ -37,6 +37,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import cpu_model, loadavg  # noqa: E402
+
 GEOMETRY = "L1=48K:12:64,L2=1M:16:64,L3=32M:16:64"
 
 
@@ -83,22 +86,6 @@ def positive(s):
     if v < 1:
         raise argparse.ArgumentTypeError(f"'{s}' is not positive")
     return v
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def timed(cmd, env, timeout):

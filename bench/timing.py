@@ -1,5 +1,7 @@
 """What the speed benchmarks share: the cachegrind command they time exact mode against, and one
-timed run. (exact_overhead.py, real_programs.py)"""
+timed run, and the machine facts their tables print. (exact_overhead.py, real_programs.py,
+thread_scaling.py)"""
+import platform
 import subprocess
 import sys
 import time
@@ -18,3 +20,19 @@ def timed(cmd, timeout=600):
         sys.stderr.write(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-2000:]}\n")
         sys.exit(2)
     return dt
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
