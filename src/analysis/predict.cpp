@@ -207,16 +207,25 @@ struct Candidate {
   std::vector<uint32_t> entries;  // indices into the log
 };
 
+// The runs [begin, end) of bytes whose bits have any of `mask`.
+std::vector<std::pair<uint64_t, uint64_t>> runs_of(const std::vector<uint8_t>& bits, uint8_t mask) {
+  std::vector<std::pair<uint64_t, uint64_t>> runs;
+  for (size_t i = 0; i < bits.size();) {
+    if (!(bits[i] & mask)) { ++i; continue; }
+    size_t j = i;
+    while (j < bits.size() && (bits[j] & mask)) ++j;
+    runs.push_back({i, j});
+    i = j;
+  }
+  return runs;
+}
+
 std::string ranges_text(const std::vector<uint8_t>& bits, uint8_t bit) {
   std::string out;
   int shown = 0;
-  for (size_t i = 0; i < bits.size();) {
-    if (!(bits[i] & bit)) { ++i; continue; }
-    size_t j = i;
-    while (j < bits.size() && (bits[j] & bit)) ++j;
+  for (const auto& [i, j] : runs_of(bits, bit)) {
     if (shown++ == 6) return out + ",...";
     out += (out.empty() ? "" : ",") + std::to_string(i) + "-" + std::to_string(j - 1);
-    i = j;
   }
   return out;
 }
@@ -313,14 +322,7 @@ void latent(const Profile& p, double scale, const PredictKnobs& k, Predictions* 
         const std::string w = ranges_text(b, 2), r = ranges_text(b, 1);
         l.bytes.push_back((w.empty() ? "" : "writes " + w) + (w.empty() || r.empty() ? "" : ", ") +
                           (r.empty() ? "" : "reads " + r));
-        auto& runs = l.spans.emplace_back();
-        for (size_t x = 0; x < b.size();) {
-          if (!b[x]) { ++x; continue; }
-          size_t y = x;
-          while (y < b.size() && b[y]) ++y;
-          runs.push_back({x, y});
-          x = y;
-        }
+        l.spans.push_back(runs_of(b, 0xff));
       }
       out->latent.push_back(std::move(l));
     };

@@ -10,8 +10,7 @@ Result<std::unique_ptr<Cache>> Cache::make(uint64_t sets, uint32_t ways, Policy 
   c->sets_ = sets;
   c->pow2_ = (sets & (sets - 1)) == 0;
   c->ways_ = ways;
-  c->tag_.reserve(sets * ways);
-  advise_huge(c->tag_.data(), sets * ways * sizeof(uint64_t));
+  reserve_huge(c->tag_, sets * ways);
   c->tag_.assign(sets * ways, kInvalid);
   c->entry_ = make_zeroed<Entry>(sets * ways);
   while ((uint64_t(1) << c->set_bits_) < sets) ++c->set_bits_;
@@ -23,8 +22,7 @@ Result<std::unique_ptr<Cache>> Cache::make(uint64_t sets, uint32_t ways, Policy 
              : c->rows_                            ? Kind::Ranks
                                                    : Kind::Lru;
   if (c->rows_) {
-    c->meta_buf_.reserve(sets * 32 + 64);
-    advise_huge(c->meta_buf_.data(), sets * 32 + 64);
+    reserve_huge(c->meta_buf_, sets * 32 + 64);
     c->meta_buf_.assign(sets * 32 + 64, 0);
     c->meta_ = c->meta_buf_.data() + (-uintptr_t(c->meta_buf_.data()) & 63);
     if (c->kind_ == Kind::Ranks)

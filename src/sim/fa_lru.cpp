@@ -1,10 +1,10 @@
 #include "sim/fa_lru.h"
 
 #include <algorithm>
-
-#include "sim/zeroed.h"
 #include <utility>
 #include <vector>
+
+#include "sim/zeroed.h"
 
 namespace whymiss::sim {
 
@@ -16,12 +16,8 @@ FaLru::FaLru(uint64_t capacity_lines) : cap_(uint32_t(capacity_lines ? capacity_
 }
 
 void FaLru::resize_table(size_t slots) {
-  {
-    std::vector<Slot> t;
-    t.reserve(slots);
-    advise_huge(t.data(), slots * sizeof(Slot));
-    table_.swap(t);  // (the old table's contents are not needed: every line is re-homed below)
-  }
+  table_.clear();  // (its contents are not needed: every line is re-homed below)
+  reserve_huge(table_, slots);
   table_.assign(slots, Slot{0, kNil});
   mask_ = slots - 1;
   shift_ = 32 - uint32_t(__builtin_ctzll(slots));  // a table has at most 2^31 slots (2^30 lines)
@@ -118,12 +114,8 @@ bool FaLru::access_slow(uint64_t line) {
       resize_table(table_.size() * 2);
     if (size_ == nodes_.size()) {
       const size_t n = std::min<size_t>(cap_, nodes_.size() * 2);
-      std::vector<Node> grown;
-      grown.reserve(n);
-      advise_huge(grown.data(), n * sizeof(Node));
-      grown.assign(nodes_.begin(), nodes_.end());
-      grown.resize(n);
-      nodes_.swap(grown);
+      reserve_huge(nodes_, n);
+      nodes_.resize(n);
     }
     n = size_++;
     nodes_[n].key = line;

@@ -9,9 +9,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <memory>
 #include <new>
 #include <type_traits>
+#include <vector>
 
 namespace whymiss::sim {
 
@@ -35,6 +37,18 @@ inline void advise_huge(void* p, size_t bytes) {
   const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
   const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
   if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+}
+
+// Gives `v` room for n elements in storage advised as above, its elements kept (moved into the
+// new storage when it grows). Later assign/resize up to n reuse that storage.
+template <typename T>
+void reserve_huge(std::vector<T>& v, size_t n) {
+  if (v.capacity() >= n) return;
+  std::vector<T> grown;
+  grown.reserve(n);
+  advise_huge(grown.data(), n * sizeof(T));
+  grown.insert(grown.end(), std::make_move_iterator(v.begin()), std::make_move_iterator(v.end()));
+  v.swap(grown);
 }
 
 // n elements of T (which all-zero bytes must represent: trivially copyable, zero = its initial

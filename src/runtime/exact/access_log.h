@@ -1,7 +1,7 @@
 // Exact mode's access log (profile::AccessLogRecord): every access the simulator takes, hits on
-// the inline hit paths included, packed into 8 bytes, in about the order the simulator takes them (hits a thread counts
-// itself while the relay runs are appended from that thread, so the order is approximate), for
-// the what-if replays of analysis/predict.h (a fix applied to addresses, re-simulated at report
+// the inline hit paths included, packed into 8 bytes, in about the order the simulator takes
+// them (hits a thread counts itself while the relay runs are appended from that thread, so the
+// order is approximate), for the what-if replays of analysis/predict.h (a fix applied to addresses, re-simulated at report
 // time, without re-running the program).
 //
 // Bound: a fixed array reserved at start (WHYMISS_ACCESS_LOG entries, default 2^22 = 32 MiB,

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "runtime/common/spinlock.h"
+#include "runtime/exact/count_up.h"
 #include "sim/sim.h"
 
 namespace whymiss::rt::flow {
@@ -238,10 +239,7 @@ void touch(HeapObject& o, uint32_t thread, bool write, bool miss, bool serialise
 
 void miss(bool serialised) noexcept {
   if (!g_ws_on) return;
-  // Serialised: no other thread counts meanwhile, so no locked add (as spatial::seen).
-  const uint64_t n = serialised ? g_misses.load(std::memory_order_relaxed) + 1
-                                : g_misses.fetch_add(1, std::memory_order_relaxed) + 1;
-  if (serialised) g_misses.store(n, std::memory_order_relaxed);
+  const uint64_t n = count_up(g_misses, serialised);
   if (n < g_next_due.load(std::memory_order_relaxed) || !serialised) return;
   LockGuard lock(g_ws_lock);
   if (g_final_taken) return;

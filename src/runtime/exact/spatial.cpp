@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/exact/count_up.h"
+
 namespace whymiss::rt::spatial {
 namespace {
 
@@ -61,13 +63,11 @@ void start(unsigned line_shift) noexcept {
 bool on() noexcept { return g_on; }
 
 void seen(bool serialised) noexcept {
-  if (serialised) g_evicted.store(g_evicted.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  else g_evicted.fetch_add(1, std::memory_order_relaxed);
+  count_up(g_evicted, serialised);
 }
 
 void outside(bool serialised) noexcept {
-  if (serialised) g_outside.store(g_outside.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  else g_outside.fetch_add(1, std::memory_order_relaxed);
+  count_up(g_outside, serialised);
 }
 
 void evicted(const HeapObject& o, uint64_t line, uint64_t mask, bool serialised) noexcept {
