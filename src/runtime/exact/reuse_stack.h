@@ -1,0 +1,182 @@
+// One line size's LRU stack for exact mode's reuse-distance tracker (reuse.h): for each access
+// to a line, the number of distinct lines used since its previous access (its stack distance).
+//
+// How: every followed line has one marker, at the time of its last access (times tick once per
+// access the stack sees). A line's distance is the number of markers after its own. The markers
+// are a bitmap over times; blocks of 512 times (one cache line of the bitmap) keep their marker
+// counts, and a Fenwick tree over the closed blocks (all but the one `now` is in) answers "how
+// many markers up to block b" in log2(blocks) steps of a small array. A reuse from inside the
+// last few blocks counts bits and block counts directly, without the tree.
+//   line -> time of last access is a shadow table: 4 bytes per line, in chunks of 4 Mi lines
+// mapped on first touch (zero-filled, MAP_NORESERVE: only the pages of lines the program used
+// take memory, 1/16 of the program's footprint at 64-byte lines). No hashing, no probing.
+//   Times run out at the bitmap's end: the markers are renumbered 1..live in order (compaction,
+// through rev_: time -> the line's shadow slot), and the time arrays double when the markers
+// filled more than half of them. Memory: the shadow, plus 4.1-8.2 bytes per time slot, 2-4 slots
+// per line followed.
+//
+// Bound: past `max_lines` lines followed (or when memory cannot be had), the stack falls back to
+// spatial sampling (SHARDS): it follows only lines whose hash is under a threshold, halving it
+// until the lines fit; each such access then stands for 1/rate accesses.
+//
+// Not thread-safe: the caller serialises access() (reuse.cpp).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace whymiss::rt::reuse {
+
+// Memory for the stacks (reuse.cpp: the runtime's private heap; a test may link its own).
+// Zero-filled; nullptr when none can be had.
+void* stack_alloc(size_t bytes) noexcept;
+void stack_free(void* p, size_t bytes) noexcept;
+// Address space, zero-filled and backed page by page on first touch (MAP_NORESERVE).
+void* stack_reserve(size_t bytes) noexcept;
+
+class LruStack {
+ public:
+  static constexpr int64_t kCold = -1;         // first access to the line
+  static constexpr int64_t kNotFollowed = -2;  // not sampled, or beyond the shadow (counted)
+  static constexpr unsigned kChunkBits = 22;   // lines per shadow chunk: 4 Mi (16 MiB of stamps)
+  static constexpr unsigned kMaxChunks = 1024; // a time's owner: chunk (10 bits) | slot (22 bits)
+  static constexpr unsigned kBlockBits = 9;    // times per block: 512 (64 bytes of bitmap)
+  static constexpr unsigned kHashBits = 24;
+
+  // `line_bits`: bits of a line number (48 - log2 line size for x86-64 user addresses).
+  // `rate_shift`: follow 1 line in 2^rate_shift from the start (0: every line). `first_times`:
+  // the time arrays' first length (a power of two, >= 512; tests make it small to exercise
+  // renumbering and growth).
+  bool init(unsigned line_bits, uint32_t max_lines, unsigned rate_shift,
+            uint32_t first_times = uint32_t(1) << 16) noexcept;
+
+  // The access's distance, kCold, or kNotFollowed.
+  inline int64_t access(uint64_t line) noexcept;
+
+  // Share of lines followed: 1 while every line is.
+  double rate() const noexcept { return double(threshold_) / double(uint32_t(1) << kHashBits); }
+  bool sampling() const noexcept { return threshold_ != (uint32_t(1) << kHashBits); }
+  bool follows(uint64_t line) const noexcept { return hash_of(line) < threshold_; }
+  uint64_t dropped() const noexcept { return dropped_; }  // lines beyond the shadow, or no chunk
+  uint32_t live() const noexcept { return live_; }
+
+  static uint32_t hash_of(uint64_t line) noexcept {
+    return uint32_t((line * 0x9E3779B97F4A7C15ull) >> (64 - kHashBits));
+  }
+
+ private:
+  uint32_t* slot_of(uint64_t line, uint32_t* owner) noexcept;
+  uint32_t* map_chunk(uint64_t dir_index) noexcept;
+  uint32_t* slot_of_owner(uint32_t owner) const noexcept {
+    return reinterpret_cast<uint32_t*>(dir_[chunk_dir_[owner >> kChunkBits]] & ~uintptr_t(4095)) +
+           (owner & ((uint32_t(1) << kChunkBits) - 1));
+  }
+  uint64_t line_of_owner(uint32_t owner) const noexcept {
+    return (uint64_t(chunk_dir_[owner >> kChunkBits]) << kChunkBits) | (owner & ((uint32_t(1) << kChunkBits) - 1));
+  }
+  inline uint64_t markers_after(uint32_t t) const noexcept;
+  inline void remove(uint32_t t) noexcept;
+  inline void place(uint32_t* slot, uint32_t owner) noexcept;
+  void fen_add(uint32_t block, int32_t v) noexcept {
+    for (uint32_t i = block + 1; i <= nblocks_; i += i & -i) fen_[i] += v;
+  }
+  uint32_t fen_prefix(uint32_t blocks) const noexcept {  // markers in blocks [0, blocks)
+    int64_t s = 0;
+    for (uint32_t i = blocks; i > 0; i -= i & -i) s += fen_[i];
+    return uint32_t(s);
+  }
+  void out_of_times() noexcept;
+  bool renumber(uint32_t new_tmax) noexcept;  // compaction, into arrays of new_tmax times
+  void shrink(uint32_t limit) noexcept;  // halve the threshold until at most `limit` lines remain
+
+  uintptr_t* dir_ = nullptr;       // line >> kChunkBits -> chunk address | chunk index (0: none)
+  uint64_t ndir_ = 0;
+  uint32_t chunk_dir_[kMaxChunks] = {};  // chunk index -> its directory index
+  uint32_t nchunks_ = 0;
+  uint64_t* bits_ = nullptr;  // one bit per time: a line's last access
+  uint32_t* rev_ = nullptr;   // time -> owner (chunk index << kChunkBits | slot)
+  uint32_t* cnt_ = nullptr;   // markers per block (one more, always 0: the block of now == tmax)
+  int32_t* fen_ = nullptr;    // Fenwick tree over closed blocks' counts, 1-based
+  uint32_t tmax_ = 0, nblocks_ = 0, now_ = 1, live_ = 0, max_ = 0;
+  uint32_t threshold_ = uint32_t(1) << kHashBits;
+  uint64_t dropped_ = 0;
+};
+
+inline uint32_t* LruStack::slot_of(uint64_t line, uint32_t* owner) noexcept {
+  const uint64_t d = line >> kChunkBits;
+  if (__builtin_expect(d >= ndir_, 0)) return nullptr;
+  uintptr_t e = dir_[d];
+  uint32_t* base;
+  if (__builtin_expect(e != 0, 1)) {
+    base = reinterpret_cast<uint32_t*>(e & ~uintptr_t(4095));
+  } else {
+    base = map_chunk(d);
+    if (!base) return nullptr;
+    e = dir_[d];
+  }
+  const uint32_t off = uint32_t(line) & ((uint32_t(1) << kChunkBits) - 1);
+  *owner = (uint32_t(e & 4095) << kChunkBits) | off;
+  return base + off;
+}
+
+inline uint64_t LruStack::markers_after(uint32_t t) const noexcept {
+  const uint32_t tb = t >> kBlockBits, nb = now_ >> kBlockBits;
+  const uint64_t* w = bits_ + (size_t(tb) << (kBlockBits - 6));
+  unsigned i = (t >> 6) & 7;
+  uint64_t c = __builtin_popcountll((w[i] >> (t & 63)) >> 1);
+  for (++i; i < 8; ++i) c += __builtin_popcountll(w[i]);
+  if (tb == nb) return c;  // (no markers after now)
+  if (nb - tb <= 8) {
+    for (uint32_t b = tb + 1; b <= nb; ++b) c += cnt_[b];
+    return c;
+  }
+  return c + live_ - fen_prefix(tb + 1);
+}
+
+inline void LruStack::remove(uint32_t t) noexcept {
+  bits_[t >> 6] &= ~(uint64_t(1) << (t & 63));
+  const uint32_t b = t >> kBlockBits;
+  --cnt_[b];
+  if (b < (now_ >> kBlockBits)) fen_add(b, -1);
+}
+
+inline void LruStack::place(uint32_t* slot, uint32_t owner) noexcept {
+  const uint32_t t = now_++;
+  *slot = t;
+  rev_[t] = owner;
+  bits_[t >> 6] |= uint64_t(1) << (t & 63);
+  const uint32_t b = t >> kBlockBits;
+  ++cnt_[b];
+  if ((now_ & ((uint32_t(1) << kBlockBits) - 1)) == 0) fen_add(b, int32_t(cnt_[b]));  // b closes
+}
+
+inline int64_t LruStack::access(uint64_t line) noexcept {
+  if (__builtin_expect(threshold_ != (uint32_t(1) << kHashBits), 0) && hash_of(line) >= threshold_)
+    return kNotFollowed;
+  uint32_t owner;
+  uint32_t* slot = slot_of(line, &owner);
+  if (__builtin_expect(slot == nullptr, 0)) {
+    ++dropped_;
+    return kNotFollowed;
+  }
+  int64_t d;
+  if (const uint32_t t = *slot; t != 0) {
+    d = int64_t(markers_after(t));
+    remove(t);
+  } else {
+    d = kCold;
+    ++live_;
+  }
+  if (__builtin_expect(now_ == tmax_, 0)) {
+    *slot = 0;  // (its marker is gone: compaction must not see a stale time)
+    out_of_times();
+    if (threshold_ != (uint32_t(1) << kHashBits) && hash_of(line) >= threshold_) {  // shrunk past it
+      --live_;
+      return kNotFollowed;
+    }
+  }
+  place(slot, owner);
+  if (__builtin_expect(live_ > max_, 0)) shrink(max_);
+  return d;
+}
+
+}  // namespace whymiss::rt::reuse
