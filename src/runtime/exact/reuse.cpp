@@ -13,11 +13,7 @@ namespace whymiss::rt::reuse {
 
 // ---- memory (reuse_stack.h) ----
 
-void* stack_alloc(size_t bytes) noexcept {
-  void* p = private_alloc(bytes);
-  if (p) std::memset(p, 0, bytes);
-  return p;
-}
+void* stack_alloc(size_t bytes) noexcept { return private_alloc_zeroed(bytes); }
 void stack_free(void* p, size_t) noexcept { private_free(p); }
 void* stack_reserve(size_t bytes) noexcept { return reserve_zeroed(bytes); }
 
@@ -27,6 +23,7 @@ bool LruStack::init(unsigned line_bits, uint32_t max_lines, unsigned rate_shift,
                     uint32_t first_times) noexcept {
   max_ = max_lines;
   threshold_ = (uint32_t(1) << kHashBits) >> (rate_shift < kHashBits ? rate_shift : kHashBits);
+  weight_ = (uint64_t(1) << kHashBits) / threshold_;
   ndir_ = line_bits > kChunkBits ? uint64_t(1) << (line_bits - kChunkBits) : 1;
   dir_ = static_cast<uintptr_t*>(stack_reserve(ndir_ * sizeof(uintptr_t)));
   return dir_ != nullptr && renumber(first_times);
@@ -66,7 +63,7 @@ bool LruStack::renumber(uint32_t new_tmax) noexcept {
   if (new_tmax != tmax_) {
     bits = static_cast<uint64_t*>(stack_alloc(new_tmax / 8));
     rev = static_cast<uint32_t*>(stack_alloc(sizeof(uint32_t) * size_t(new_tmax)));
-    cnt = static_cast<uint32_t*>(stack_alloc(sizeof(uint32_t) * (new_blocks + 1)));
+    cnt = static_cast<uint32_t*>(stack_alloc(sizeof(uint32_t) * (new_blocks + kNear + 1)));
     fen = static_cast<int32_t*>(stack_alloc(sizeof(int32_t) * (new_blocks + 1)));
     if (!bits || !rev || !cnt || !fen) {
       for (void* p : {static_cast<void*>(bits), static_cast<void*>(rev), static_cast<void*>(cnt),
@@ -102,16 +99,16 @@ bool LruStack::renumber(uint32_t new_tmax) noexcept {
   nblocks_ = new_blocks;
   now_ = k;
   // Block counts, and the tree over the closed ones (linear build).
-  std::memset(cnt_, 0, sizeof(uint32_t) * (nblocks_ + 1));
+  std::memset(cnt_, 0, sizeof(uint32_t) * (nblocks_ + kNear + 1));
   std::memset(fen_, 0, sizeof(int32_t) * (nblocks_ + 1));
   for (uint32_t b = 0; b < nblocks_; ++b) {
     uint32_t c = 0;
     for (unsigned i = 0; i < 8; ++i) c += __builtin_popcountll(bits_[b * 8 + i]);
     cnt_[b] = c;
   }
-  const uint32_t closed = now_ >> kBlockBits;
+  const uint32_t nb = now_ >> kBlockBits, settled = nb > kNear ? nb - kNear : 0;
   for (uint32_t i = 1; i <= nblocks_; ++i) {
-    if (i - 1 < closed) fen_[i] += int32_t(cnt_[i - 1]);
+    if (i - 1 < settled) fen_[i] += int32_t(cnt_[i - 1]);
     const uint32_t j = i + (i & -i);
     if (j <= nblocks_) fen_[j] += fen_[i];
   }
@@ -132,15 +129,17 @@ void LruStack::shrink(uint32_t limit) noexcept {
       }
     }
   } while (live_ > limit && threshold_ > 1);
+  weight_ = (uint64_t(1) << kHashBits) / threshold_;
   renumber(tmax_);
 }
 
 namespace {
 
+// Integer counts (weights are powers of two), converted to the record's doubles at export.
 struct Histogram {
-  double cold = 0, weighted = 0;
-  double buckets[profile::kReuseBuckets];
-  void add(int64_t distance, double weight) {
+  uint64_t cold = 0, weighted = 0;
+  uint64_t buckets[profile::kReuseBuckets];
+  void add(int64_t distance, uint64_t weight) {
     weighted += weight;
     if (distance < 0) cold += weight;
     else buckets[profile::reuse_bucket(uint64_t(distance))] += weight;
@@ -192,7 +191,7 @@ T* alloc_zeroed(size_t n) {
 
 // A sampled stack's distance stands for 1/rate as many lines.
 inline int64_t scaled(int64_t d, const LruStack& s) {
-  return d > 0 && s.sampling() ? int64_t(double(d) / s.rate()) : d;
+  return d > 0 ? d * int64_t(s.weight()) : d;
 }
 
 // The tracker's work for one access; inlined twice, with and without the popcnt instruction
@@ -204,21 +203,21 @@ __attribute__((always_inline)) inline void track(uint64_t ip, uint64_t line) {
     g.last[0] = d != LruStack::kNotFollowed ? line : ~uint64_t(0);
     if (d != LruStack::kNotFollowed) {
       d = scaled(d, g.stacks[0]);
-      const double w = 1 / g.stacks[0].rate();
+      const uint64_t w = g.stacks[0].weight();
       g.program[0].add(d, w);
       if (Histogram* h = histogram_of(ip)) h->add(d, w);
     }
   } else {
-    g.program[0].add(0, 1 / g.stacks[0].rate());
-    if (Histogram* h = histogram_of(ip)) h->add(0, 1 / g.stacks[0].rate());
+    g.program[0].add(0, g.stacks[0].weight());
+    if (Histogram* h = histogram_of(ip)) h->add(0, g.stacks[0].weight());
   }
   const uint64_t line2 = line >> 1;
   if (line2 != g.last[1] || (g.stacks[1].sampling() && !g.stacks[1].follows(line2))) {
     const int64_t d = g.stacks[1].access(line2);
     g.last[1] = d != LruStack::kNotFollowed ? line2 : ~uint64_t(0);
-    if (d != LruStack::kNotFollowed) g.program[1].add(scaled(d, g.stacks[1]), 1 / g.stacks[1].rate());
+    if (d != LruStack::kNotFollowed) g.program[1].add(scaled(d, g.stacks[1]), g.stacks[1].weight());
   } else {
-    g.program[1].add(0, 1 / g.stacks[1].rate());
+    g.program[1].add(0, g.stacks[1].weight());
   }
 }
 
@@ -279,10 +278,10 @@ size_t export_records(profile::ReuseRecord* out, size_t max) noexcept {
     r.key = key;
     r.scope = scope;
     r.line_bytes = 1u << shift;
-    r.cold = h.cold;
-    r.weighted = h.weighted;
+    r.cold = double(h.cold);
+    r.weighted = double(h.weighted);
     r.rate = rate;
-    std::memcpy(r.buckets, h.buckets, sizeof r.buckets);
+    for (int b = 0; b < profile::kReuseBuckets; ++b) r.buckets[b] = double(h.buckets[b]);
   };
   put(g.program[0], profile::kReuseProgram, 0, g.line_shift, g.stacks[0].rate());
   put(g.program[1], profile::kReuseProgram, 0, g.line_shift + 1, g.stacks[1].rate());

@@ -4,9 +4,9 @@
 // How: every followed line has one marker, at the time of its last access (times tick once per
 // access the stack sees). A line's distance is the number of markers after its own. The markers
 // are a bitmap over times; blocks of 512 times (one cache line of the bitmap) keep their marker
-// counts, and a Fenwick tree over the closed blocks (all but the one `now` is in) answers "how
+// counts, and a Fenwick tree over the settled blocks (all but the kNear + 1 latest) answers "how
 // many markers up to block b" in log2(blocks) steps of a small array. A reuse from inside the
-// last few blocks counts bits and block counts directly, without the tree.
+// latest blocks counts bits and block counts directly, and touches no tree.
 //   line -> time of last access is a shadow table: 4 bytes per line, in chunks of 4 Mi lines
 // mapped on first touch (zero-filled, MAP_NORESERVE: only the pages of lines the program used
 // take memory, 1/16 of the program's footprint at 64-byte lines). No hashing, no probing.
@@ -23,6 +23,9 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+
+// The hot path is forced inline: reuse.cpp inlines it into a function built with popcnt.
+#define WHYMISS_REUSE_INLINE inline __attribute__((always_inline))
 
 namespace whymiss::rt::reuse {
 
@@ -41,6 +44,9 @@ class LruStack {
   static constexpr unsigned kMaxChunks = 1024; // a time's owner: chunk (10 bits) | slot (22 bits)
   static constexpr unsigned kBlockBits = 9;    // times per block: 512 (64 bytes of bitmap)
   static constexpr unsigned kHashBits = 24;
+  // Blocks this close to now's are not in the tree yet (a reuse from them, the common case, costs
+  // no tree walk); older ones are "settled" in it.
+  static constexpr unsigned kNear = 8;
 
   // `line_bits`: bits of a line number (48 - log2 line size for x86-64 user addresses).
   // `rate_shift`: follow 1 line in 2^rate_shift from the start (0: every line). `first_times`:
@@ -50,11 +56,13 @@ class LruStack {
             uint32_t first_times = uint32_t(1) << 16) noexcept;
 
   // The access's distance, kCold, or kNotFollowed.
-  inline int64_t access(uint64_t line) noexcept;
+  WHYMISS_REUSE_INLINE int64_t access(uint64_t line) noexcept;
 
   // Share of lines followed: 1 while every line is.
   double rate() const noexcept { return double(threshold_) / double(uint32_t(1) << kHashBits); }
   bool sampling() const noexcept { return threshold_ != (uint32_t(1) << kHashBits); }
+  // 1/rate: how many accesses one followed access stands for (a power of two: the threshold is).
+  uint64_t weight() const noexcept { return weight_; }
   bool follows(uint64_t line) const noexcept { return hash_of(line) < threshold_; }
   uint64_t dropped() const noexcept { return dropped_; }  // lines beyond the shadow, or no chunk
   uint32_t live() const noexcept { return live_; }
@@ -64,7 +72,7 @@ class LruStack {
   }
 
  private:
-  uint32_t* slot_of(uint64_t line, uint32_t* owner) noexcept;
+  WHYMISS_REUSE_INLINE uint32_t* slot_of(uint64_t line, uint32_t* owner) noexcept;
   uint32_t* map_chunk(uint64_t dir_index) noexcept;
   uint32_t* slot_of_owner(uint32_t owner) const noexcept {
     return reinterpret_cast<uint32_t*>(dir_[chunk_dir_[owner >> kChunkBits]] & ~uintptr_t(4095)) +
@@ -73,13 +81,13 @@ class LruStack {
   uint64_t line_of_owner(uint32_t owner) const noexcept {
     return (uint64_t(chunk_dir_[owner >> kChunkBits]) << kChunkBits) | (owner & ((uint32_t(1) << kChunkBits) - 1));
   }
-  inline uint64_t markers_after(uint32_t t) const noexcept;
-  inline void remove(uint32_t t) noexcept;
-  inline void place(uint32_t* slot, uint32_t owner) noexcept;
-  void fen_add(uint32_t block, int32_t v) noexcept {
+  WHYMISS_REUSE_INLINE uint64_t markers_after(uint32_t t) const noexcept;
+  WHYMISS_REUSE_INLINE void remove(uint32_t t) noexcept;
+  WHYMISS_REUSE_INLINE void place(uint32_t* slot, uint32_t owner) noexcept;
+  WHYMISS_REUSE_INLINE void fen_add(uint32_t block, int32_t v) noexcept {
     for (uint32_t i = block + 1; i <= nblocks_; i += i & -i) fen_[i] += v;
   }
-  uint32_t fen_prefix(uint32_t blocks) const noexcept {  // markers in blocks [0, blocks)
+  WHYMISS_REUSE_INLINE uint32_t fen_prefix(uint32_t blocks) const noexcept {  // markers in blocks [0, blocks)
     int64_t s = 0;
     for (uint32_t i = blocks; i > 0; i -= i & -i) s += fen_[i];
     return uint32_t(s);
@@ -94,14 +102,15 @@ class LruStack {
   uint32_t nchunks_ = 0;
   uint64_t* bits_ = nullptr;  // one bit per time: a line's last access
   uint32_t* rev_ = nullptr;   // time -> owner (chunk index << kChunkBits | slot)
-  uint32_t* cnt_ = nullptr;   // markers per block (one more, always 0: the block of now == tmax)
-  int32_t* fen_ = nullptr;    // Fenwick tree over closed blocks' counts, 1-based
+  uint32_t* cnt_ = nullptr;   // markers per block (kNear + 1 more, always 0)
+  int32_t* fen_ = nullptr;    // Fenwick tree over settled blocks' counts, 1-based
   uint32_t tmax_ = 0, nblocks_ = 0, now_ = 1, live_ = 0, max_ = 0;
   uint32_t threshold_ = uint32_t(1) << kHashBits;
+  uint64_t weight_ = 1;
   uint64_t dropped_ = 0;
 };
 
-inline uint32_t* LruStack::slot_of(uint64_t line, uint32_t* owner) noexcept {
+WHYMISS_REUSE_INLINE uint32_t* LruStack::slot_of(uint64_t line, uint32_t* owner) noexcept {
   const uint64_t d = line >> kChunkBits;
   if (__builtin_expect(d >= ndir_, 0)) return nullptr;
   uintptr_t e = dir_[d];
@@ -118,38 +127,47 @@ inline uint32_t* LruStack::slot_of(uint64_t line, uint32_t* owner) noexcept {
   return base + off;
 }
 
-inline uint64_t LruStack::markers_after(uint32_t t) const noexcept {
+WHYMISS_REUSE_INLINE uint64_t LruStack::markers_after(uint32_t t) const noexcept {
+  // Branch-free where it can be: reuse distances are as unpredictable as the program's accesses.
   const uint32_t tb = t >> kBlockBits, nb = now_ >> kBlockBits;
   const uint64_t* w = bits_ + (size_t(tb) << (kBlockBits - 6));
-  unsigned i = (t >> 6) & 7;
-  uint64_t c = __builtin_popcountll((w[i] >> (t & 63)) >> 1);
-  for (++i; i < 8; ++i) c += __builtin_popcountll(w[i]);
-  if (tb == nb) return c;  // (no markers after now)
-  if (nb - tb <= 8) {
-    for (uint32_t b = tb + 1; b <= nb; ++b) c += cnt_[b];
-    return c;
+  const unsigned wi = (t >> 6) & 7;
+  const uint64_t after = ~uint64_t(1) << (t & 63);  // bits after t in its word
+  uint64_t c = 0;
+#pragma GCC unroll 8
+  for (unsigned i = 0; i < 8; ++i) {
+    const uint64_t m = (i > wi ? ~uint64_t(0) : 0) | (i == wi ? after : 0);
+    c += __builtin_popcountll(w[i] & m);
   }
-  return c + live_ - fen_prefix(tb + 1);
+  if (tb + kNear >= nb) {  // near: the next kNear blocks' counts (those after now's are 0)
+    uint32_t s = 0;
+#pragma GCC unroll 8
+    for (unsigned b = 1; b <= kNear; ++b) s += cnt_[tb + b];
+    return c + s;
+  }
+  return c + live_ - fen_prefix(tb + 1);  // far: every block up to tb is settled
 }
 
-inline void LruStack::remove(uint32_t t) noexcept {
+WHYMISS_REUSE_INLINE void LruStack::remove(uint32_t t) noexcept {
   bits_[t >> 6] &= ~(uint64_t(1) << (t & 63));
   const uint32_t b = t >> kBlockBits;
   --cnt_[b];
-  if (b < (now_ >> kBlockBits)) fen_add(b, -1);
+  if (b + kNear < (now_ >> kBlockBits)) fen_add(b, -1);
 }
 
-inline void LruStack::place(uint32_t* slot, uint32_t owner) noexcept {
+WHYMISS_REUSE_INLINE void LruStack::place(uint32_t* slot, uint32_t owner) noexcept {
   const uint32_t t = now_++;
   *slot = t;
   rev_[t] = owner;
   bits_[t >> 6] |= uint64_t(1) << (t & 63);
-  const uint32_t b = t >> kBlockBits;
-  ++cnt_[b];
-  if ((now_ & ((uint32_t(1) << kBlockBits) - 1)) == 0) fen_add(b, int32_t(cnt_[b]));  // b closes
+  ++cnt_[t >> kBlockBits];
+  if ((now_ & ((uint32_t(1) << kBlockBits) - 1)) == 0) {  // a new block: one more settles
+    const uint32_t nb = now_ >> kBlockBits;
+    if (nb > kNear) fen_add(nb - kNear - 1, int32_t(cnt_[nb - kNear - 1]));
+  }
 }
 
-inline int64_t LruStack::access(uint64_t line) noexcept {
+WHYMISS_REUSE_INLINE int64_t LruStack::access(uint64_t line) noexcept {
   if (__builtin_expect(threshold_ != (uint32_t(1) << kHashBits), 0) && hash_of(line) >= threshold_)
     return kNotFollowed;
   uint32_t owner;
