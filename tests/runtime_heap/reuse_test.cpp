@@ -86,6 +86,18 @@ TEST(ReuseStack, DistancesEqualANaiveLruStackAtEveryLineSize) {
   }
 }
 
+TEST(ReuseStack, OldMarkersSurviveManyRenumberings) {
+  // 6000 lines (the time arrays grow to 16 Ki times), then a long phase on 20 of them (about 40
+  // renumberings, which move the 5980 others' markers down each time), then all 6000 again:
+  // their distances still count every line used since.
+  std::vector<uint64_t> trace = random_trace(6000, 40000, 5);
+  std::mt19937_64 r(6);
+  for (int i = 0; i < 400000; ++i) trace.push_back(address_of(r() % 20));
+  const auto again = random_trace(6000, 40000, 7);
+  trace.insert(trace.end(), again.begin(), again.end());
+  expect_same_distances(trace, 6, "phases");
+}
+
 TEST(ReuseStack, CliffDistancesAreTheSweepLength) {
   // Built by construction: a sweep of 700 lines repeated; after the first, every access is a
   // reuse at distance 699. (Independent of the naive stack.)

@@ -45,7 +45,9 @@ uint32_t* LruStack::map_chunk(uint64_t dir_index) noexcept {
 
 // The markers fill the time arrays: renumber them 1..live, in the same order, into arrays twice
 // as long when they took more than half (so that renumbering costs O(1) per access amortised).
-// Out of memory or past max_lines: sample (shrink) until they fit.
+// The arrays start short (kMinTimes): rev_ is written at every access and rewritten at every
+// renumbering, and arrays far longer than the footprint would sweep the caches the program and
+// the simulator need. Out of memory or past max_lines: sample (shrink) until they fit.
 void LruStack::out_of_times() noexcept {
   if (live_ >= tmax_ / 2 && !renumber(tmax_ * 2)) {
     shrink(tmax_ / 2 - 1);
@@ -61,7 +63,7 @@ bool LruStack::renumber(uint32_t new_tmax) noexcept {
   uint32_t* cnt = cnt_;
   int32_t* fen = fen_;
   if (new_tmax != tmax_) {
-    bits = static_cast<uint64_t*>(stack_alloc(new_tmax / 8));
+    bits = static_cast<uint64_t*>(stack_alloc(new_tmax / 8 + 8));
     rev = static_cast<uint32_t*>(stack_alloc(sizeof(uint32_t) * size_t(new_tmax)));
     cnt = static_cast<uint32_t*>(stack_alloc(sizeof(uint32_t) * (new_blocks + kNear + 1)));
     fen = static_cast<int32_t*>(stack_alloc(sizeof(int32_t) * (new_blocks + 1)));
@@ -137,10 +139,9 @@ namespace {
 
 // Integer counts (weights are powers of two), converted to the record's doubles at export.
 struct Histogram {
-  uint64_t cold = 0, weighted = 0;
+  uint64_t cold = 0;
   uint64_t buckets[profile::kReuseBuckets];
   void add(int64_t distance, uint64_t weight) {
-    weighted += weight;
     if (distance < 0) cold += weight;
     else buckets[profile::reuse_bucket(uint64_t(distance))] += weight;
   }
@@ -279,9 +280,13 @@ size_t export_records(profile::ReuseRecord* out, size_t max) noexcept {
     r.scope = scope;
     r.line_bytes = 1u << shift;
     r.cold = double(h.cold);
-    r.weighted = double(h.weighted);
     r.rate = rate;
-    for (int b = 0; b < profile::kReuseBuckets; ++b) r.buckets[b] = double(h.buckets[b]);
+    uint64_t all = h.cold;
+    for (int b = 0; b < profile::kReuseBuckets; ++b) {
+      r.buckets[b] = double(h.buckets[b]);
+      all += h.buckets[b];
+    }
+    r.weighted = double(all);
   };
   put(g.program[0], profile::kReuseProgram, 0, g.line_shift, g.stacks[0].rate());
   put(g.program[1], profile::kReuseProgram, 0, g.line_shift + 1, g.stacks[1].rate());

@@ -12,8 +12,9 @@
 // take memory, 1/16 of the program's footprint at 64-byte lines). No hashing, no probing.
 //   Times run out at the bitmap's end: the markers are renumbered 1..live in order (compaction,
 // through rev_: time -> the line's shadow slot), and the time arrays double when the markers
-// filled more than half of them. Memory: the shadow, plus 4.1-8.2 bytes per time slot, 2-4 slots
-// per line followed.
+// filled more than half of them (they start short: rev_ is written at every access, and arrays
+// far longer than the footprint would sweep the caches). Memory: the shadow, plus 4.1 bytes per
+// time slot, 2-4 slots per line followed.
 //
 // Bound: past `max_lines` lines followed (or when memory cannot be had), the stack falls back to
 // spatial sampling (SHARDS): it follows only lines whose hash is under a threshold, halving it
@@ -47,13 +48,14 @@ class LruStack {
   // Blocks this close to now's are not in the tree yet (a reuse from them, the common case, costs
   // no tree walk); older ones are "settled" in it.
   static constexpr unsigned kNear = 8;
+  static constexpr uint32_t kMinTimes = 4096;  // the time arrays' first length
 
   // `line_bits`: bits of a line number (48 - log2 line size for x86-64 user addresses).
   // `rate_shift`: follow 1 line in 2^rate_shift from the start (0: every line). `first_times`:
   // the time arrays' first length (a power of two, >= 512; tests make it small to exercise
   // renumbering and growth).
   bool init(unsigned line_bits, uint32_t max_lines, unsigned rate_shift,
-            uint32_t first_times = uint32_t(1) << 16) noexcept;
+            uint32_t first_times = kMinTimes) noexcept;
 
   // The access's distance, kCold, or kNotFollowed.
   WHYMISS_REUSE_INLINE int64_t access(uint64_t line) noexcept;
@@ -84,6 +86,7 @@ class LruStack {
   WHYMISS_REUSE_INLINE uint64_t markers_after(uint32_t t) const noexcept;
   WHYMISS_REUSE_INLINE void remove(uint32_t t) noexcept;
   WHYMISS_REUSE_INLINE void place(uint32_t* slot, uint32_t owner) noexcept;
+  WHYMISS_REUSE_INLINE void settle() noexcept;
   WHYMISS_REUSE_INLINE void fen_add(uint32_t block, int32_t v) noexcept {
     for (uint32_t i = block + 1; i <= nblocks_; i += i & -i) fen_[i] += v;
   }
@@ -100,7 +103,7 @@ class LruStack {
   uint64_t ndir_ = 0;
   uint32_t chunk_dir_[kMaxChunks] = {};  // chunk index -> its directory index
   uint32_t nchunks_ = 0;
-  uint64_t* bits_ = nullptr;  // one bit per time: a line's last access
+  uint64_t* bits_ = nullptr;  // one bit per time: a line's last access (one word more, 0)
   uint32_t* rev_ = nullptr;   // time -> owner (chunk index << kChunkBits | slot)
   uint32_t* cnt_ = nullptr;   // markers per block (kNear + 1 more, always 0)
   int32_t* fen_ = nullptr;    // Fenwick tree over settled blocks' counts, 1-based
@@ -128,11 +131,16 @@ WHYMISS_REUSE_INLINE uint32_t* LruStack::slot_of(uint64_t line, uint32_t* owner)
 }
 
 WHYMISS_REUSE_INLINE uint64_t LruStack::markers_after(uint32_t t) const noexcept {
+  const uint64_t after = ~uint64_t(1) << (t & 63);  // bits after t in its word
+  // Within 64 times of now: t's word and the next (zero past now; one word of padding).
+  if (now_ - t <= 64) {
+    const uint64_t* w = bits_ + (t >> 6);
+    return __builtin_popcountll(w[0] & after) + __builtin_popcountll(w[1]);
+  }
   // Branch-free where it can be: reuse distances are as unpredictable as the program's accesses.
   const uint32_t tb = t >> kBlockBits, nb = now_ >> kBlockBits;
   const uint64_t* w = bits_ + (size_t(tb) << (kBlockBits - 6));
   const unsigned wi = (t >> 6) & 7;
-  const uint64_t after = ~uint64_t(1) << (t & 63);  // bits after t in its word
   uint64_t c = 0;
 #pragma GCC unroll 8
   for (unsigned i = 0; i < 8; ++i) {
@@ -161,10 +169,12 @@ WHYMISS_REUSE_INLINE void LruStack::place(uint32_t* slot, uint32_t owner) noexce
   rev_[t] = owner;
   bits_[t >> 6] |= uint64_t(1) << (t & 63);
   ++cnt_[t >> kBlockBits];
-  if ((now_ & ((uint32_t(1) << kBlockBits) - 1)) == 0) {  // a new block: one more settles
-    const uint32_t nb = now_ >> kBlockBits;
-    if (nb > kNear) fen_add(nb - kNear - 1, int32_t(cnt_[nb - kNear - 1]));
-  }
+  if ((now_ & ((uint32_t(1) << kBlockBits) - 1)) == 0) settle();
+}
+
+WHYMISS_REUSE_INLINE void LruStack::settle() noexcept {  // now_ entered a new block: one more settles
+  const uint32_t nb = now_ >> kBlockBits;
+  if (nb > kNear) fen_add(nb - kNear - 1, int32_t(cnt_[nb - kNear - 1]));
 }
 
 WHYMISS_REUSE_INLINE int64_t LruStack::access(uint64_t line) noexcept {
@@ -176,8 +186,24 @@ WHYMISS_REUSE_INLINE int64_t LruStack::access(uint64_t line) noexcept {
     ++dropped_;
     return kNotFollowed;
   }
+  const uint32_t t = *slot;
+  if (__builtin_expect(t != 0 && now_ != tmax_, 1)) {  // a reuse, the common case: move the marker
+    const int64_t d = int64_t(markers_after(t));
+    const uint32_t n = now_++, tb = t >> kBlockBits, nb = n >> kBlockBits;
+    bits_[t >> 6] &= ~(uint64_t(1) << (t & 63));
+    bits_[n >> 6] |= uint64_t(1) << (n & 63);
+    if (tb != nb) {
+      --cnt_[tb];
+      ++cnt_[nb];
+      if (tb + kNear < nb) fen_add(tb, -1);
+    }
+    *slot = n;
+    rev_[n] = owner;
+    if ((now_ & ((uint32_t(1) << kBlockBits) - 1)) == 0) settle();
+    return d;
+  }
   int64_t d;
-  if (const uint32_t t = *slot; t != 0) {
+  if (t != 0) {
     d = int64_t(markers_after(t));
     remove(t);
   } else {
