@@ -34,9 +34,7 @@ uint32_t* LruStack::map_chunk(uint64_t dir_index) noexcept {
   const size_t bytes = sizeof(uint32_t) << kChunkBits;
   void* m = stack_reserve(bytes);
   if (!m) return nullptr;
-  // A program's footprint is read at random through its shadow: huge pages where THP allows,
-  // as for the simulator's tables (it changes nothing if THP is off).
-  madvise(m, bytes, MADV_HUGEPAGE);
+  if (huge_) madvise(m, bytes, MADV_HUGEPAGE);
   chunk_dir_[nchunks_] = uint32_t(dir_index);
   dir_[dir_index] = reinterpret_cast<uintptr_t>(m) | nchunks_;
   ++nchunks_;
@@ -49,6 +47,15 @@ uint32_t* LruStack::map_chunk(uint64_t dir_index) noexcept {
 // renumbering, and arrays far longer than the footprint would sweep the caches the program and
 // the simulator need. Out of memory or past max_lines: sample (shrink) until they fit.
 void LruStack::out_of_times() noexcept {
+  // A large footprint is read at random through its shadow: huge pages where THP allows, as for
+  // the simulator's tables (nothing changes if THP is off). Not before: each chunk a small
+  // program touches (stack, heap, libraries) would cost a 2 MiB page to clear.
+  if (!huge_ && live_ >= kHugeLines) {
+    huge_ = true;
+    for (uint32_t i = 0; i < nchunks_; ++i)
+      madvise(reinterpret_cast<void*>(dir_[chunk_dir_[i]] & ~uintptr_t(4095)), sizeof(uint32_t) << kChunkBits,
+              MADV_HUGEPAGE);
+  }
   if (live_ >= tmax_ / 2 && !renumber(tmax_ * 2)) {
     shrink(tmax_ / 2 - 1);
     return;

@@ -49,6 +49,7 @@ class LruStack {
   // no tree walk); older ones are "settled" in it.
   static constexpr unsigned kNear = 8;
   static constexpr uint32_t kMinTimes = 4096;  // the time arrays' first length
+  static constexpr uint32_t kHugeLines = 1u << 18;  // lines followed before the shadow asks for THP
 
   // `line_bits`: bits of a line number (48 - log2 line size for x86-64 user addresses).
   // `rate_shift`: follow 1 line in 2^rate_shift from the start (0: every line). `first_times`:
@@ -111,6 +112,7 @@ class LruStack {
   uint32_t threshold_ = uint32_t(1) << kHashBits;
   uint64_t weight_ = 1;
   uint64_t dropped_ = 0;
+  bool huge_ = false;
 };
 
 WHYMISS_REUSE_INLINE uint32_t* LruStack::slot_of(uint64_t line, uint32_t* owner) noexcept {
