@@ -112,7 +112,7 @@ bool LruStack::renumber(uint32_t new_tmax) noexcept {
   std::memset(fen_, 0, sizeof(int32_t) * (nblocks_ + 1));
   for (uint32_t b = 0; b < nblocks_; ++b) {
     uint32_t c = 0;
-    for (unsigned i = 0; i < 8; ++i) c += __builtin_popcountll(bits_[b * 8 + i]);
+    for (unsigned i = 0; i < kWords; ++i) c += __builtin_popcountll(bits_[b * kWords + i]);
     cnt_[b] = c;
   }
   const uint32_t nb = now_ >> kBlockBits, settled = nb > kNear ? nb - kNear : 0;

@@ -44,6 +44,7 @@ class LruStack {
   static constexpr unsigned kChunkBits = 22;   // lines per shadow chunk: 4 Mi (16 MiB of stamps)
   static constexpr unsigned kMaxChunks = 1024; // a time's owner: chunk (10 bits) | slot (22 bits)
   static constexpr unsigned kBlockBits = 9;    // times per block: 512 (64 bytes of bitmap)
+  static constexpr unsigned kWords = 1u << (kBlockBits - 6);
   static constexpr unsigned kHashBits = 24;
   // Blocks this close to now's are not in the tree yet (a reuse from them, the common case, costs
   // no tree walk); older ones are "settled" in it.
@@ -142,10 +143,10 @@ WHYMISS_REUSE_INLINE uint64_t LruStack::markers_after(uint32_t t) const noexcept
   // Branch-free where it can be: reuse distances are as unpredictable as the program's accesses.
   const uint32_t tb = t >> kBlockBits, nb = now_ >> kBlockBits;
   const uint64_t* w = bits_ + (size_t(tb) << (kBlockBits - 6));
-  const unsigned wi = (t >> 6) & 7;
+  const unsigned wi = (t >> 6) & (kWords - 1);
   uint64_t c = 0;
 #pragma GCC unroll 8
-  for (unsigned i = 0; i < 8; ++i) {
+  for (unsigned i = 0; i < kWords; ++i) {
     const uint64_t m = (i > wi ? ~uint64_t(0) : 0) | (i == wi ? after : 0);
     c += __builtin_popcountll(w[i] & m);
   }
