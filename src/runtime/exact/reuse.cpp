@@ -2,6 +2,8 @@
 
 #include <sys/mman.h>
 
+#include <cerrno>
+
 #include <cstring>
 
 #include "runtime/common/heap.h"
@@ -32,13 +34,35 @@ bool LruStack::init(unsigned line_bits, uint32_t max_lines, unsigned rate_shift,
 uint32_t* LruStack::map_chunk(uint64_t dir_index) noexcept {
   if (nchunks_ == kMaxChunks) return nullptr;
   const size_t bytes = sizeof(uint32_t) << kChunkBits;
-  void* m = stack_reserve(bytes);
-  if (!m) return nullptr;
+  // 2 MiB aligned, so that huge pages can back it (the slack is never touched: no memory).
+  constexpr uintptr_t kHuge = uintptr_t(2) << 20;
+  void* raw = stack_reserve(bytes + kHuge);
+  if (!raw) return nullptr;
+  void* m = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(raw) + kHuge - 1) & ~(kHuge - 1));
   if (huge_) madvise(m, bytes, MADV_HUGEPAGE);
   chunk_dir_[nchunks_] = uint32_t(dir_index);
   dir_[dir_index] = reinterpret_cast<uintptr_t>(m) | nchunks_;
   ++nchunks_;
   return static_cast<uint32_t*>(m);
+}
+
+// A chunk mapped with small pages, on huge ones from now on: later faults by madvise, the pages
+// already there by MADV_COLLAPSE (Linux 6.1; elsewhere they stay small), only in the 2 MiB ranges
+// that have any (collapsing the rest would fill them). A program read at random has touched most
+// of its shadow's small pages by the time it reaches kHugeLines lines.
+void LruStack::to_huge_pages(uintptr_t chunk) noexcept {
+  constexpr size_t kBytes = sizeof(uint32_t) << kChunkBits, kHuge = size_t(2) << 20, kPage = 4096;
+  const int saved = errno;
+  madvise(reinterpret_cast<void*>(chunk), kBytes, MADV_HUGEPAGE);
+  unsigned char resident[kHuge / kPage];
+  for (size_t off = 0; off < kBytes; off += kHuge) {
+    void* range = reinterpret_cast<void*>(chunk + off);
+    if (mincore(range, kHuge, resident) != 0) continue;
+    bool any = false;
+    for (unsigned char r : resident) any |= (r & 1) != 0;
+    if (any) madvise(range, kHuge, 25 /* MADV_COLLAPSE */);
+  }
+  errno = saved;
 }
 
 // The markers fill the time arrays: renumber them 1..live, in the same order, into arrays twice
@@ -52,9 +76,7 @@ void LruStack::out_of_times() noexcept {
   // program touches (stack, heap, libraries) would cost a 2 MiB page to clear.
   if (!huge_ && live_ >= kHugeLines) {
     huge_ = true;
-    for (uint32_t i = 0; i < nchunks_; ++i)
-      madvise(reinterpret_cast<void*>(dir_[chunk_dir_[i]] & ~uintptr_t(4095)), sizeof(uint32_t) << kChunkBits,
-              MADV_HUGEPAGE);
+    for (uint32_t i = 0; i < nchunks_; ++i) to_huge_pages(dir_[chunk_dir_[i]] & ~uintptr_t(4095));
   }
   if (live_ >= tmax_ / 2 && !renumber(tmax_ * 2)) {
     shrink(tmax_ / 2 - 1);

@@ -50,7 +50,7 @@ class LruStack {
   // no tree walk); older ones are "settled" in it.
   static constexpr unsigned kNear = 8;
   static constexpr uint32_t kMinTimes = 4096;  // the time arrays' first length
-  static constexpr uint32_t kHugeLines = 1u << 18;  // lines followed before the shadow asks for THP
+  static constexpr uint32_t kHugeLines = 1u << 16;  // lines followed before the shadow asks for THP
 
   // `line_bits`: bits of a line number (48 - log2 line size for x86-64 user addresses).
   // `rate_shift`: follow 1 line in 2^rate_shift from the start (0: every line). `first_times`:
@@ -78,6 +78,7 @@ class LruStack {
  private:
   WHYMISS_REUSE_INLINE uint32_t* slot_of(uint64_t line, uint32_t* owner) noexcept;
   uint32_t* map_chunk(uint64_t dir_index) noexcept;
+  static void to_huge_pages(uintptr_t chunk) noexcept;
   uint32_t* slot_of_owner(uint32_t owner) const noexcept {
     return reinterpret_cast<uint32_t*>(dir_[chunk_dir_[owner >> kChunkBits]] & ~uintptr_t(4095)) +
            (owner & ((uint32_t(1) << kChunkBits) - 1));
