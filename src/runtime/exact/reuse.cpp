@@ -3,7 +3,6 @@
 #include <sys/mman.h>
 
 #include <cerrno>
-
 #include <cstring>
 
 #include "runtime/common/heap.h"
