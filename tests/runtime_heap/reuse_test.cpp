@@ -140,6 +140,19 @@ TEST(ReuseStack, PastItsBoundItSamplesAndTheFollowedLinesKeepExactDistances) {
   EXPECT_EQ(s.live(), naive.mru.size());  // the dropped lines left no marker behind
 }
 
+TEST(ReuseStack, LinesBeyondTheAddressSpaceAreDroppedAndCounted) {
+  // 48-bit addresses at 64-byte lines: line numbers have 42 bits. One past them has no shadow
+  // slot: the access is not followed, counted, and leaves the other lines' distances alone.
+  LruStack s;
+  ASSERT_TRUE(s.init(42, 1u << 20, 0, 512));
+  EXPECT_EQ(s.access(7), LruStack::kCold);
+  EXPECT_EQ(s.access(uint64_t(1) << 42), LruStack::kNotFollowed);
+  EXPECT_EQ(s.dropped(), 1u);
+  EXPECT_EQ(s.access(8), LruStack::kCold);
+  EXPECT_EQ(s.access(7), 1);
+  EXPECT_EQ(s.access((uint64_t(1) << 42) - 1), LruStack::kCold);  // the last line that has one
+}
+
 TEST(ReuseTracker, HistogramsMatchNaiveStacksAtBothLineSizes) {
   // The whole tracker (reuse.h) at 64-byte lines: the program's histograms at 64 and 128 bytes
   // and one instruction's equal those of naive stacks over the same accesses (repeats of the
