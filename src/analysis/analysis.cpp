@@ -131,6 +131,18 @@ class Analyzer {
     return r;
   }
 
+  // The address of the first byte the line's threads wrote (else read; else the line's start).
+  // A line's first byte may belong to a variable nobody touched (a global placed before the
+  // shared one), so naming the line by its start would blame the neighbour.
+  uint64_t touched_addr(const LineRecord& l) const {
+    uint64_t w = 0, rd = 0;
+    for (int i = 0; i < profile::kLineThreads; ++i)
+      if (l.threads[i] != profile::kNoThread) w |= l.write_mask[i], rd |= l.read_mask[i];
+    const uint64_t m = w ? w : rd;
+    const uint64_t granule = std::max<uint64_t>(1, line_ / 64);
+    return l.line * line_ + (m ? uint64_t(__builtin_ctzll(m)) * granule : 0);
+  }
+
   // ---- sharing: one finding per heap object (or per line outside the heap) ----
   void sharing(Analysis* a) {
     struct Group {
@@ -191,7 +203,7 @@ class Analyzer {
       }
       if (f.objects.empty()) {
         ObjectRef r;  // not on the heap: named at report time from an address on the line
-        r.sample_addr = g.lines.front()->line * line_;
+        r.sample_addr = touched_addr(*g.lines.front());
         r.misses = f.misses;
         f.objects.push_back(r);
       }

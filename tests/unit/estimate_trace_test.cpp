@@ -3,6 +3,9 @@
 // verdict, with counts in traced accesses.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "analysis/analysis.h"
 #include "analysis/estimate.h"
 #include "analysis/types.h"
@@ -110,6 +113,29 @@ TEST(EstimateTrace, HeapObjectsOfTwoThreadsInOneLineAreAllocatorFalseSharing) {
   Analysis a = traced(testing::false_sharing_alloc(false));
   expect_top(a, Kind::FalseSharing, Origin::Allocator);
   expect_none(traced(testing::false_sharing_alloc(true)));
+}
+
+// The shared bytes name the data, not whatever else lies on the line: a global counter at byte 32
+// of a line that starts with another variable (stderr in a small program's .bss), and heap objects
+// of two threads beside a third object nobody touched.
+TEST(EstimateTrace, SharingNamesTheObjectsTheThreadsTouchedNotTheirNeighbours) {
+  testing::Workload w = testing::sharing_global(false, true);
+  w.gen = [](uint32_t, uint64_t) {
+    return testing::Access{0x401500, 0x405060, 8, uint8_t(profile::kAccessRead | profile::kAccessWrite)};
+  };
+  Analysis a = traced(w);
+  expect_top(a, Kind::TrueSharing, Origin::Application);
+  ASSERT_EQ(a.findings[0].objects.size(), 1u);
+  EXPECT_EQ(a.findings[0].objects[0].sample_addr, 0x405060u);
+
+  testing::Workload h = testing::false_sharing_alloc(false);
+  h.objects.push_back(testing::heap_object(103, 0x555500000ec0, 16, 3));  // same line, untouched
+  Analysis b = traced(h);
+  expect_top(b, Kind::FalseSharing, Origin::Allocator);
+  std::vector<uint64_t> serials;
+  for (const ObjectRef& o : b.findings[0].objects) serials.push_back(o.serial);
+  std::sort(serials.begin(), serials.end());
+  EXPECT_EQ(serials, (std::vector<uint64_t>{101, 102}));
 }
 
 TEST(EstimateTrace, ThreadsTracedInSeparateEpochsAreReplayedInPairs) {
