@@ -143,6 +143,19 @@ class Analyzer {
     return l.line * line_ + (m ? uint64_t(__builtin_ctzll(m)) * granule : 0);
   }
 
+  // Two or more threads wrote the line, and every two of them wrote a common byte (granule).
+  static bool writers_share_bytes(const LineRecord& l) {
+    uint64_t w[profile::kLineThreads];
+    int n = 0;
+    for (int i = 0; i < profile::kLineThreads; ++i)
+      if (l.threads[i] != profile::kNoThread && l.write_mask[i]) w[n++] = l.write_mask[i];
+    if (n < 2) return false;
+    for (int i = 0; i < n; ++i)
+      for (int j = i + 1; j < n; ++j)
+        if ((w[i] & w[j]) == 0) return false;
+    return true;
+  }
+
   // ---- sharing: one finding per heap object (or per line outside the heap) ----
   void sharing(Analysis* a) {
     struct Group {
@@ -155,8 +168,13 @@ class Analyzer {
       auto key = serial ? std::make_pair(serial, uint64_t(0)) : std::make_pair(uint64_t(0), l.line);
       Group& g = groups[key];
       g.lines.push_back(&l);
-      g.fs += l.misses[kFalse];
-      g.ts += l.misses[kTrue];
+      // A line whose writers all write some of the same bytes cannot be fixed by giving each
+      // thread its own line (a lock word, a shared counter inside a struct): its misses on bytes
+      // the last writer did not write (the mutex's kind field read before the lock word is
+      // swapped) still come from the threads' common bytes, so they count as true sharing.
+      const bool common = writers_share_bytes(l);
+      g.fs += common ? 0 : l.misses[kFalse];
+      g.ts += l.misses[kTrue] + (common ? l.misses[kFalse] : 0);
     }
     for (auto& [key, g] : groups) {
       Finding f;
