@@ -269,7 +269,7 @@ class Analyzer {
     // Instructions of one kind and level form one finding when they touch a common heap object,
     // or, for conflicts, when their misses fall in common L1 sets from nearby code (an unrolled
     // loop whose copies each walk another object are one conflict).
-    auto near = [](uint64_t a, uint64_t b) { return (a > b ? a - b : b - a) < kNearCode; };
+    auto near = [](uint64_t x, uint64_t y) { return (x > y ? x - y : y - x) < kNearCode; };
     std::vector<bool> used(cands.size(), false);
     for (size_t i = 0; i < cands.size(); ++i) {
       if (used[i]) continue;

@@ -459,7 +459,7 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
         const TraceAccessRecord& a = p.trace_accesses[i];
         if (a.object) object_at[((a.addr & ((uint64_t(1) << 47) - 1)) | tag) / line] = a.object;
       }
-      struct Walk {
+      struct SetWalk {
         const std::unordered_map<uint64_t, uint64_t>* object_at;
         const std::unordered_map<uint64_t, const ObjectRecord*>* object_of;
         uint64_t tag;  // this group's address tag (bits 47 and up)
@@ -468,7 +468,7 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
       } wk{&object_at, &object_of, tag >> 47, line, {}};
       (*h)->for_each_line(
           [](size_t level, uint32_t, uint64_t ln, void* arg) {
-            auto* w = static_cast<Walk*>(arg);
+            auto* w = static_cast<SetWalk*>(arg);
             if ((ln * w->line) >> 47 != w->tag) return;  // another group's line
             uint32_t site = kWsNotHeap;
             if (auto it = w->object_at->find(ln); it != w->object_at->end())
