@@ -109,7 +109,7 @@ class StepTable {
   Entry* recs_ = nullptr;
   uint32_t n_ = 0, rcap_ = 0;
   uint64_t dropped_ = 0;
-  // get()'s memo: cleared whenever recs_ moves or is freed (grow, release).
+  // get()'s memo: rewritten by every lookup (where recs_ may move), cleared by release().
   uint64_t last_ip_ = 0;
   Entry* last_ = nullptr;
 };
