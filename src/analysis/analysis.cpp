@@ -131,6 +131,31 @@ class Analyzer {
     return r;
   }
 
+  // The address of the first byte the line's threads wrote (else read; else the line's start).
+  // A line's first byte may belong to a variable nobody touched (a global placed before the
+  // shared one), so naming the line by its start would blame the neighbour.
+  uint64_t touched_addr(const LineRecord& l) const {
+    uint64_t w = 0, rd = 0;
+    for (int i = 0; i < profile::kLineThreads; ++i)
+      if (l.threads[i] != profile::kNoThread) w |= l.write_mask[i], rd |= l.read_mask[i];
+    const uint64_t m = w ? w : rd;
+    const uint64_t granule = std::max<uint64_t>(1, line_ / 64);
+    return l.line * line_ + (m ? uint64_t(__builtin_ctzll(m)) * granule : 0);
+  }
+
+  // Two or more threads wrote the line, and every two of them wrote a common byte (granule).
+  static bool writers_share_bytes(const LineRecord& l) {
+    uint64_t w[profile::kLineThreads];
+    int n = 0;
+    for (int i = 0; i < profile::kLineThreads; ++i)
+      if (l.threads[i] != profile::kNoThread && l.write_mask[i]) w[n++] = l.write_mask[i];
+    if (n < 2) return false;
+    for (int i = 0; i < n; ++i)
+      for (int j = i + 1; j < n; ++j)
+        if ((w[i] & w[j]) == 0) return false;
+    return true;
+  }
+
   // ---- sharing: one finding per heap object (or per line outside the heap) ----
   void sharing(Analysis* a) {
     struct Group {
@@ -143,8 +168,13 @@ class Analyzer {
       auto key = serial ? std::make_pair(serial, uint64_t(0)) : std::make_pair(uint64_t(0), l.line);
       Group& g = groups[key];
       g.lines.push_back(&l);
-      g.fs += l.misses[kFalse];
-      g.ts += l.misses[kTrue];
+      // A line whose writers all write some of the same bytes cannot be fixed by giving each
+      // thread its own line (a lock word, a shared counter inside a struct): its misses on bytes
+      // the last writer did not write (the mutex's kind field read before the lock word is
+      // swapped) still come from the threads' common bytes, so they count as true sharing.
+      const bool common = writers_share_bytes(l);
+      g.fs += common ? 0 : l.misses[kFalse];
+      g.ts += l.misses[kTrue] + (common ? l.misses[kFalse] : 0);
     }
     for (auto& [key, g] : groups) {
       Finding f;
@@ -191,7 +221,7 @@ class Analyzer {
       }
       if (f.objects.empty()) {
         ObjectRef r;  // not on the heap: named at report time from an address on the line
-        r.sample_addr = g.lines.front()->line * line_;
+        r.sample_addr = touched_addr(*g.lines.front());
         r.misses = f.misses;
         f.objects.push_back(r);
       }
@@ -239,7 +269,7 @@ class Analyzer {
     // Instructions of one kind and level form one finding when they touch a common heap object,
     // or, for conflicts, when their misses fall in common L1 sets from nearby code (an unrolled
     // loop whose copies each walk another object are one conflict).
-    auto near = [](uint64_t a, uint64_t b) { return (a > b ? a - b : b - a) < kNearCode; };
+    auto near = [](uint64_t x, uint64_t y) { return (x > y ? x - y : y - x) < kNearCode; };
     std::vector<bool> used(cands.size(), false);
     for (size_t i = 0; i < cands.size(); ++i) {
       if (used[i]) continue;

@@ -86,7 +86,8 @@ struct Sweep {
 };
 std::map<uint64_t, Sweep> sample_sweeps(const profile::Profile& p);
 
-// Fills r.objects / r.object_count with the heap objects overlapping line r.line.
+// Fills r.objects / r.object_count with the heap objects overlapping the bytes of line r.line
+// that r's threads touched (every overlapping object when r has no masks). Call after the masks.
 void name_line_objects(const std::vector<profile::ObjectRecord>& objects, uint32_t line, profile::LineRecord& r);
 
 }  // namespace whymiss::analysis::est

@@ -37,6 +37,7 @@ std::string provenance(const profile::Profile& p, const Finding& f) {
                     "; misses counted by replaying them (steady state)";
     if (sharing(f)) {
       s += "; threads interleaved access by access";
+      if (t.timed_groups) s += ", each paused as long as its system calls blocked";
       if (t.overlap >= 0) s += ", and they stepped at the same time " + std::to_string(int(t.overlap * 100 + 0.5)) + "% of the traced time";
     }
     return s;
@@ -107,8 +108,20 @@ std::map<uint64_t, Sweep> sample_sweeps(const profile::Profile& p) {
 
 void name_line_objects(const std::vector<profile::ObjectRecord>& objects, uint32_t line, profile::LineRecord& r) {
   const uint64_t lo = r.line * line, hi = lo + line;
+  uint64_t touched = 0;  // granules any thread read or wrote
+  for (int i = 0; i < profile::kLineThreads; ++i)
+    if (r.threads[i] != profile::kNoThread) touched |= r.read_mask[i] | r.write_mask[i];
+  const uint64_t granule = std::max<uint64_t>(1, line / 64);
+  // Does [start, end) cover a touched granule? Without masks every overlapping object counts.
+  auto touches = [&](uint64_t start, uint64_t end) {
+    if (touched == 0) return true;
+    const uint64_t a = std::max(start, lo) - lo, b = std::min(end, hi) - lo;
+    for (uint64_t g = a / granule; g * granule < b && g < 64; ++g)
+      if (touched >> g & 1) return true;
+    return false;
+  };
   for (const profile::ObjectRecord& o : objects)
-    if (o.start < hi && o.start + o.size > lo) {
+    if (o.start < hi && o.start + o.size > lo && touches(o.start, o.start + o.size)) {
       if (r.object_count < uint32_t(profile::kRefs)) r.objects[r.object_count] = o.serial;
       r.object_count++;
     }

@@ -116,6 +116,85 @@ ReplayGroups replay_groups(const Profile& p) {
   return r;
 }
 
+// Of the time the windows `ws` were traced, how much had one or more (*any) and two or more
+// (*both) of them stepping.
+void overlap_of(const Profile& p, const std::vector<uint32_t>& ws, uint64_t* any, uint64_t* both) {
+  std::vector<std::pair<uint64_t, int>> ev;
+  for (uint32_t w : ws) {
+    const TraceRecord* t = &p.traces[w];
+    const uint64_t end = t->end_ns > t->start_ns ? t->end_ns : t->start_ns;
+    ev.push_back({t->start_ns, +1});
+    ev.push_back({end, -1});
+  }
+  std::sort(ev.begin(), ev.end());
+  int open = 0;
+  uint64_t prev = ev.empty() ? 0 : ev.front().first;
+  for (auto& [at, d] : ev) {
+    if (open >= 1) *any += at - prev;
+    if (open >= 2) *both += at - prev;
+    open += d;
+    prev = at;
+  }
+}
+
+// With the profile's trace times, a group's windows replay by each thread's own progress
+// rather than strictly one access each in turn: every thread advances one quantum per access
+// (the group's median time between a thread's consecutive accesses: all threads step at the same
+// speed, as if they ran at once, so a busy machine's time slices do not show) except across a
+// system call, where it advances by as long as the call took. A thread asleep in the kernel (a
+// futex wait on a mutex another thread holds) thus falls behind while the others run on, and
+// the replay keeps what the program's synchronisation allowed: a round-robin replay would put
+// two threads inside one critical section and bounce its line on every access. Without system
+// calls, and with windows that opened together, this order is the round-robin order (ties keep it).
+bool replays_by_progress(const Profile& p, const std::vector<uint32_t>& ws) {
+  return ws.size() >= 2 && !p.trace_times.empty() && p.trace_times.size() == p.trace_accesses.size();
+}
+
+// The replay order of one group (indices into p.trace_accesses).
+std::vector<uint32_t> replay_order(const Profile& p, const std::vector<uint32_t>& wins,
+                                   const std::vector<std::vector<uint32_t>>& per_window) {
+  std::vector<uint32_t> order;
+  std::vector<size_t> at(wins.size(), 0);
+  for (bool more = true; more;) {
+    more = false;
+    for (size_t k = 0; k < wins.size(); ++k) {
+      const auto& v = per_window[wins[k]];
+      if (at[k] < v.size()) order.push_back(v[at[k]++]), more = true;
+    }
+  }
+  if (!replays_by_progress(p, wins)) return order;
+  std::vector<uint64_t> gaps;  // between consecutive accesses with no system call between
+  for (uint32_t w : wins) {
+    const auto& v = per_window[w];
+    for (size_t i = 1; i < v.size(); ++i)
+      if (!(p.trace_accesses[v[i]].marks & kTraceAfterSyscall) && p.trace_times[v[i]] >= p.trace_times[v[i - 1]])
+        gaps.push_back(p.trace_times[v[i]] - p.trace_times[v[i - 1]]);
+  }
+  uint64_t quantum = 1;
+  if (!gaps.empty()) {
+    std::nth_element(gaps.begin(), gaps.begin() + ptrdiff_t(gaps.size() / 2), gaps.end());
+    quantum = std::max<uint64_t>(1, gaps[gaps.size() / 2]);
+  }
+  std::unordered_map<uint32_t, uint64_t> progress;  // access -> its thread's progress there
+  for (uint32_t w : wins) {
+    const auto& v = per_window[w];
+    // A thread starts as late as its first access came after its window opened: one asleep in
+    // the kernel when the epoch began (waiting for a lock) starts when it woke.
+    const uint64_t opened = p.traces[w].start_ns;
+    uint64_t at_ns = v.empty() || p.trace_times[v[0]] < opened ? 0 : p.trace_times[v[0]] - opened;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) {
+        const uint64_t t0 = p.trace_times[v[i - 1]], t1 = p.trace_times[v[i]];
+        const bool blocked = p.trace_accesses[v[i]].marks & kTraceAfterSyscall;
+        at_ns += blocked && t1 > t0 ? std::max(quantum, t1 - t0) : quantum;
+      }
+      progress[v[i]] = at_ns;
+    }
+  }
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return progress[a] < progress[b]; });
+  return order;
+}
+
 }  // namespace
 
 bool uses_traces(const Profile& p) {
@@ -142,22 +221,9 @@ TraceSummary trace_summary(const Profile& p) {
   uint64_t any = 0, both = 0;
   for (const auto& ws : g.groups) {
     if (ws.size() < 2) continue;
-    std::vector<std::pair<uint64_t, int>> ev;
-    for (uint32_t w : ws) {
-      const TraceRecord* t = &p.traces[w];
-      const uint64_t end = t->end_ns > t->start_ns ? t->end_ns : t->start_ns;
-      ev.push_back({t->start_ns, +1});
-      ev.push_back({end, -1});
-    }
-    std::sort(ev.begin(), ev.end());
-    int open = 0;
-    uint64_t prev = ev.front().first;
-    for (auto& [at, d] : ev) {
-      if (open >= 1) any += at - prev;
-      if (open >= 2) both += at - prev;
-      open += d;
-      prev = at;
-    }
+    overlap_of(p, ws, &any, &both);
+    s.together_groups++;
+    s.timed_groups += replays_by_progress(p, ws);
   }
   s.overlap = any ? double(both) / double(any) : -1;
   return s;
@@ -231,16 +297,8 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
   for (const auto& wins : groups.groups) {
     std::map<uint32_t, std::pair<uint64_t, std::unordered_map<uint64_t, uint64_t>>> rcd_state;
     std::map<std::pair<uint64_t, uint32_t>, StepState> step_state;
-    // Round-robin interleaving of the group's windows (one access of each in turn).
-    std::vector<uint32_t> order;
-    std::vector<size_t> at(wins.size(), 0);
-    for (bool more = true; more;) {
-      more = false;
-      for (size_t k = 0; k < wins.size(); ++k) {
-        const auto& v = per_window[wins[k]];
-        if (at[k] < v.size()) order.push_back(v[at[k]++]), more = true;
-      }
-    }
+    // One access of each window in turn, or by the threads' progress (replay_order).
+    const std::vector<uint32_t> order = replay_order(p, wins, per_window);
     // Each epoch's addresses get their own tag above the user address space, so that epochs
     // never share lines; with LRU, older epochs' lines leave first and never change this one's.
     const uint64_t tag = uint64_t(++ordinal % 0xFFFF + 1) << 47;
@@ -401,7 +459,7 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
         const TraceAccessRecord& a = p.trace_accesses[i];
         if (a.object) object_at[((a.addr & ((uint64_t(1) << 47) - 1)) | tag) / line] = a.object;
       }
-      struct Walk {
+      struct SetWalk {
         const std::unordered_map<uint64_t, uint64_t>* object_at;
         const std::unordered_map<uint64_t, const ObjectRecord*>* object_of;
         uint64_t tag;  // this group's address tag (bits 47 and up)
@@ -410,7 +468,7 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
       } wk{&object_at, &object_of, tag >> 47, line, {}};
       (*h)->for_each_line(
           [](size_t level, uint32_t, uint64_t ln, void* arg) {
-            auto* w = static_cast<Walk*>(arg);
+            auto* w = static_cast<SetWalk*>(arg);
             if ((ln * w->line) >> 47 != w->tag) return;  // another group's line
             uint32_t site = kWsNotHeap;
             if (auto it = w->object_at->find(ln); it != w->object_at->end())

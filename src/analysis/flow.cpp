@@ -17,6 +17,13 @@ const char* flow_kind_name(uint8_t kind) {
 
 namespace {
 
+FlowGroup flow_group(std::string type, uint32_t site) {
+  FlowGroup g;
+  g.type = std::move(type);
+  g.site = site;
+  return g;
+}
+
 using Key = std::tuple<uint32_t, uint32_t, uint8_t, uint32_t, uint8_t>;  // site, from, fk, to, tk
 
 // The exact runtime's records, or the same replayed from samples.
@@ -127,11 +134,11 @@ Flow data_flow(const profile::Profile& p, TypeOracle& types) {
     size_t gi;
     if (t != nullptr) {
       auto [it, fresh] = by_type.try_emplace(t->name, f.groups.size());
-      if (fresh) f.groups.push_back(FlowGroup{t->name, std::get<0>(r.key)});
+      if (fresh) f.groups.push_back(flow_group(t->name, std::get<0>(r.key)));
       gi = it->second;
     } else {
       auto [it, fresh] = by_site.try_emplace(std::get<0>(r.key), f.groups.size());
-      if (fresh) f.groups.push_back(FlowGroup{"", std::get<0>(r.key)});
+      if (fresh) f.groups.push_back(flow_group("", std::get<0>(r.key)));
       gi = it->second;
     }
     FlowGroup& g = f.groups[gi];

@@ -4,6 +4,17 @@
 #include <map>
 
 namespace whymiss::analysis {
+namespace {
+
+WsGroup ws_group(std::string type, bool heap, uint32_t site) {
+  WsGroup g;
+  g.type = std::move(type);
+  g.heap = heap;
+  g.site = site;
+  return g;
+}
+
+}  // namespace
 
 WorkingSet working_set(const profile::Profile& p, TypeOracle& types) {
   WorkingSet w;
@@ -58,11 +69,11 @@ WorkingSet working_set(const profile::Profile& p, TypeOracle& types) {
     size_t gi;
     if (t != nullptr) {
       auto [it, fresh] = by_type.try_emplace(t->name, w.groups.size());
-      if (fresh) w.groups.push_back(WsGroup{t->name, true, r.site});
+      if (fresh) w.groups.push_back(ws_group(t->name, true, r.site));
       gi = it->second;
     } else {
       auto [it, fresh] = by_site.try_emplace(r.site, w.groups.size());
-      if (fresh) w.groups.push_back(WsGroup{"", r.site != profile::kWsNotHeap, r.site});
+      if (fresh) w.groups.push_back(ws_group("", r.site != profile::kWsNotHeap, r.site));
       gi = it->second;
     }
     WsGroup& g = w.groups[gi];

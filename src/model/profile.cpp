@@ -290,6 +290,7 @@ int with_sections(const Profile& p, Fn fn) {
       {Section::Rcd, sizeof(RcdRecord), p.rcd.size(), p.rcd.data()},
       {Section::ObjectUseInfo, sizeof(ObjectUseInfoRecord), p.object_use_info.size(), p.object_use_info.data()},
       {Section::ObjectUse, sizeof(ObjectUseRecord), p.object_use.size(), p.object_use.data()},
+      {Section::TraceTimes, sizeof(uint64_t), p.trace_times.size(), p.trace_times.data()},
   };
   // The sections from CpuSampling on (the later additions) only up to the last that has
   // records, and the flow and working-set sections only when there are any: a profile without
@@ -423,6 +424,7 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
       case Section::Rcd: ok = take(data, s, &p.rcd); break;
       case Section::ObjectUseInfo: ok = take(data, s, &p.object_use_info); break;
       case Section::ObjectUse: ok = take(data, s, &p.object_use); break;
+      case Section::TraceTimes: ok = take(data, s, &p.trace_times); break;
       default: break;  // unknown sections of the same version are skipped
     }
     if (!ok) return bad("section " + std::to_string(i) + " has records of an unexpected size");
@@ -450,6 +452,8 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
     if (c.window >= p.windows.size()) return bad("a capture names a missing window");
   for (const auto& a : p.trace_accesses)
     if (a.window >= p.traces.size()) return bad("a traced access names a missing trace window");
+  if (!p.trace_times.empty() && p.trace_times.size() != p.trace_accesses.size())
+    return bad("the traced accesses' times do not match the traced accesses");
   if (!p.access_log.empty() && p.access_log_info.empty())
     return bad("an access log comes without its description");
   for (const auto& r : p.access_log_info)

@@ -88,6 +88,10 @@ enum class Section : uint32_t {
   // Exact mode's spatial use of heap objects' lines (ObjectUseInfoRecord, ObjectUseRecord), for
   // the `fields` view. Readers of older builds skip them.
   ObjectUseInfo, ObjectUse,
+  // Soft mode: when each traced access ran (uint64_t CLOCK_MONOTONIC ns, one per
+  // TraceAccessRecord, same order), so threads that stepped at once replay in the order they
+  // ran. Readers of older builds skip it; profiles without it replay round-robin.
+  TraceTimes,
 };
 
 struct FileHeader {
@@ -409,9 +413,12 @@ struct TraceAccessRecord {
   uint32_t window;  // index into Traces
   uint16_t size;
   uint8_t flags;    // kAccessRead | kAccessWrite
-  uint8_t reserved;
+  uint8_t marks;    // kTraceAfterSyscall; 0 in profiles that predate it
 };
 static_assert(sizeof(TraceAccessRecord) == 32);
+// The thread stepped over a system call since its previous recorded access: the time between
+// the two (TraceTimes) includes however long the call blocked (a futex wait, a read).
+inline constexpr uint8_t kTraceAfterSyscall = 1;
 
 // Exact mode's CPU-time sampling: every thread the runtime records has a timer on its own CPU
 // clock (timer_create(CLOCK_THREAD_CPUTIME_ID), SIGEV_THREAD_ID) that interrupts it every
@@ -554,6 +561,7 @@ struct Profile {
   std::vector<CaptureRecord> captures;
   std::vector<TraceRecord> traces;
   std::vector<TraceAccessRecord> trace_accesses;
+  std::vector<uint64_t> trace_times;  // empty, or one per trace_accesses entry (Section::TraceTimes)
   std::vector<StepRecord> steps;
   std::vector<ReuseRecord> reuse;
   std::vector<SetCountRecord> set_counts;

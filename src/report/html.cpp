@@ -17,6 +17,7 @@
 #include "analysis/estimate.h"
 #include "report/common.h"
 #include "report/html_page.h"
+#include "report/whatif.h"
 #include "report/report.h"
 #include "report/sampled.h"
 
@@ -270,7 +271,7 @@ void totals(html::Page& page, const profile::Profile& p) {
 }
 
 void findings(html::Page& page, const profile::Profile& p, const analysis::Analysis& a, Namer& n,
-              const Options& o) {
+              const analysis::Predictions& pred, const Options& o) {
   const bool exact = p.meta.mode == uint32_t(profile::Mode::Exact);
   std::ostringstream& s = page.section("findings", "Findings");
   if (a.findings.empty()) {
@@ -359,7 +360,10 @@ void findings(html::Page& page, const profile::Profile& p, const analysis::Analy
       ev << (ev.tellp() ? "; " : "") << text(e.key) << " " << text(e.text);
     }
     if (ev.tellp()) s << "<p class=\"muted\">Evidence: " << ev.str() << "</p>\n";
-    s << "<p class=\"fix\"><strong>Fix:</strong> " << text(f.suggestion) << "</p>\n</article>\n";
+    s << "<p class=\"fix\"><strong>Fix:</strong> " << text(f.suggestion);
+    if (i < pred.fixes.size())
+      if (std::string fx = html_predicted_fix(p, pred.fixes[i]); !fx.empty()) s << "<br>" << fx;
+    s << "</p>\n</article>\n";
   }
 }
 
@@ -482,12 +486,14 @@ void notes(html::Page& page, const analysis::Analysis& a) {
 }  // namespace
 
 void write_html(std::ostream& out, const profile::Profile& p, const analysis::Analysis& a, Namer& names,
-                const Options& o) {
+                analysis::TypeOracle& types, const Options& o) {
   html::Page page;
   header(page, p);
   totals(page, p);
   for (html::View v : html::views()) v(page, p, a);
-  findings(page, p, a, names, o);
+  const analysis::Predictions pred = predictions(p, a.findings, names, types, o.max_findings);
+  findings(page, p, a, names, pred, o);
+  if (!pred.latent.empty()) html_latent(page.section("latent", "Latent false sharing"), p, pred, names);
   source(page, p, names, o);
   notes(page, a);
   std::string name = p.command.substr(0, p.command.find(' '));

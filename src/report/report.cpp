@@ -410,7 +410,7 @@ void write_report(std::ostream& out, const profile::Profile& p, const analysis::
                   Namer& names, analysis::TypeOracle& types, const Options& o) {
   if (o.format == Format::Json) write_json(out, p, a, names, types, o);
   else if (o.format == Format::Cachegrind) write_cachegrind(out, p, names);
-  else if (o.format == Format::Html) write_html(out, p, a, names, o);
+  else if (o.format == Format::Html) write_html(out, p, a, names, types, o);
   else if (o.format == Format::Pprof) {
     if (!write_pprof(out, p, names)) out.setstate(std::ios::failbit);
   }

@@ -57,7 +57,7 @@ void write_report(std::ostream& out, const profile::Profile& p, const analysis::
 // The report as one self-contained HTML page (html.cpp): totals, charts, findings and the
 // annotated hottest source lines; it loads nothing when opened.
 void write_html(std::ostream& out, const profile::Profile& p, const analysis::Analysis& a,
-                Namer& names, const Options& o);
+                Namer& names, analysis::TypeOracle& types, const Options& o);
 // The profile's accesses and misses per source line and function in cachegrind's output format
 // (cachegrind.cpp), for cg_annotate and KCachegrind.
 void write_cachegrind(std::ostream& out, const profile::Profile& p, Namer& names);

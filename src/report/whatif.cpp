@@ -4,6 +4,7 @@
 
 #include "analysis/data_types.h"
 #include "report/common.h"
+#include "report/html_page.h"
 
 namespace whymiss::report {
 namespace {
@@ -114,6 +115,40 @@ void text_latent(std::ostream& out, const profile::Profile& p, const analysis::P
       out << " " << thousands(c.predicted_misses) << ";";
     }
     out << "\n";
+  }
+}
+
+std::string html_predicted_fix(const profile::Profile& p, const analysis::PredictedFix& fx) {
+  if (!fx.available) return "";
+  const std::string l1 = p.geometry.levels[size_t(fx.level)].name;
+  return "Predicted: " + html::text(fx.what) + ": " + thousands(fx.misses_before) + " &rarr; " +
+         thousands(fx.misses_after) + " " + html::text(l1) + " misses [" + html::text(fx.how) + "]";
+}
+
+void html_latent(std::ostringstream& s, const profile::Profile& p, const analysis::Predictions& pr, Namer& n) {
+  s << "<p class=\"muted\">Heap objects whose threads would falsely share a line at another placement or "
+       "with 128-byte lines, well above today [" << html::text(pr.log_how)
+    << ", each object's accesses alone, in the recorded interleaving].</p>\n";
+  for (size_t i = 0; i < pr.latent.size();) {
+    const auto& l = pr.latent[i];
+    s << "<article class=\"finding\"><h3>Heap object of " << l.size << " bytes"
+      << (l.type.empty() ? std::string() : " (" + html::text(l.type) + ")") << " at <span class=\"mono\">"
+      << hex(l.start) << "</span></h3>\n<p>Allocated at " << html::text(site_text(p, l.site, n)) << " by thread "
+      << l.alloc_thread << ".</p>\n<table>\n<tr><th>thread</th><th>bytes</th><th>fields</th></tr>\n";
+    for (size_t t = 0; t < l.threads.size(); ++t) {
+      s << "<tr><td>" << l.threads[t] << "</td><td>"
+        << (l.bytes[t].empty() ? std::string("(only bytes past the first 64 KiB)") : html::text(l.bytes[t]))
+        << "</td><td>" << (t < l.fields.size() ? html::text(fields_text(l.fields[t])) : std::string()) << "</td></tr>\n";
+    }
+    s << "</table>\n<table>\n<tr><th>placement</th><th class=\"num\">false-sharing misses</th></tr>\n"
+      << "<tr><td>today</td><td class=\"num\">" << thousands(l.today_misses) << "</td></tr>\n";
+    for (; i < pr.latent.size() && pr.latent[i].serial == l.serial; ++i) {
+      const auto& c = pr.latent[i];
+      s << "<tr><td>" << html::text(c.trigger);
+      if (c.line == 128) s << (c.offset ? " (object 64 bytes further)" : " (today's placement)");
+      s << "</td><td class=\"num\">" << thousands(c.predicted_misses) << "</td></tr>\n";
+    }
+    s << "</table>\n</article>\n";
   }
 }
 

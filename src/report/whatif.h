@@ -2,6 +2,8 @@
 // program's "latent_false_sharing", in JSON and text.
 #pragma once
 #include <ostream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "analysis/analysis.h"
@@ -28,5 +30,9 @@ void json_latent(JsonWriter& w, const profile::Profile& p, const analysis::Predi
 void text_predicted_fix(std::ostream& out, const profile::Profile& p, const analysis::PredictedFix& fx);
 // Text: the latent false sharing section.
 void text_latent(std::ostream& out, const profile::Profile& p, const analysis::Predictions& pr, Namer& n);
+// HTML: the fix's predicted effect, one escaped sentence for the finding's fix box ("" when none).
+std::string html_predicted_fix(const profile::Profile& p, const analysis::PredictedFix& fx);
+// HTML: the latent false sharing section (nothing when no case was predicted).
+void html_latent(std::ostringstream& s, const profile::Profile& p, const analysis::Predictions& pr, Namer& n);
 
 }  // namespace whymiss::report

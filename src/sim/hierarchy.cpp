@@ -755,37 +755,41 @@ uint32_t Hierarchy::rivals_within(uint32_t core, uint64_t line, uint64_t lo_line
   const Cache& l1 = *c.l1;
   const uint32_t set = l1.set_of(line), ways = l1.ways(), depth = c.victim_depth;
   // Called on every L1 conflict miss in a heap object (the exact runtime's attribution), so it
-  // stops as soon as it has `enough`. The set's tags are distinct lines: they count without
-  // comparisons. A departed line counts unless it is back in the set or already counted. Under
-  // the object store's lock nothing may allocate: the candidates live on the stack, and an L1
-  // wider than 64 ways (where conflicts are rare anyway) gets no answer.
-  uint64_t buf[3 * 64];
-  if (size_t(ways) + depth > sizeof buf / sizeof buf[0]) return 0;
-  const uint64_t* tags = l1.tag_ptr(size_t(set) * ways);
-  // Whether a candidate is counted decides no branch (it is data: unpredictable): each is
-  // stored and the count advances by the answer. v - lo < hi - lo as unsigned numbers says
-  // lo <= v < hi (and excludes kInvalid, which is no line in any object).
+  // stops as soon as it has `enough`, and the common answers cost an add per way and a compare
+  // per departure. v - lo < hi - lo as unsigned numbers says lo <= v < hi (and excludes
+  // kInvalid, which is no line in any object). Under the object store's lock nothing may
+  // allocate: the counted departures live on the stack, and an L1 wider than 64 ways (where
+  // conflicts are rare anyway) gets no answer.
+  uint64_t counted[2 * 64];
+  if (ways > 64 || depth > sizeof counted / sizeof counted[0]) return 0;
   if (hi_line <= lo_line) return 0;
   const uint64_t span = hi_line - lo_line;
-  auto inside = [&](uint64_t v) { return uint32_t((v != line) & (v - lo_line < span)); };
-  uint32_t n = 0;
-  for (uint32_t w = 0; w < ways; ++w) {
-    buf[n] = tags[w];
-    n += inside(tags[w]);
-  }
+  const uint64_t* tags = l1.tag_ptr(size_t(set) * ways);
+  // The set's present lines are distinct: counted without comparing them with each other or
+  // storing them, and without a branch per way (whether one is inside is data). `line` is
+  // usually one of them (the miss just filled it) and is taken off again.
+  auto in = [&](uint64_t v) { return uint32_t(v - lo_line < span); };
+  uint32_t n = 0, w = 0;
+  for (; w + 4 <= ways; w += 4) n += in(tags[w]) + in(tags[w + 1]) + in(tags[w + 2]) + in(tags[w + 3]);
+  for (; w < ways; ++w) n += in(tags[w]);
+  if (line - lo_line < span && l1.find(line) >= 0) --n;
   if (n >= enough) return enough;
+  // The lines that left, newest first, back to `line`'s own eviction. Most of them lie outside
+  // the object (the other data sharing the set) and cost a load and a compare; one inside
+  // counts unless it is back in the set or already counted.
   const uint64_t* ring = &c.victims[size_t(set) * depth];
-  uint32_t at = c.victims_at[set];  // (no division per step: `at` steps back and wraps)
-  for (uint32_t k = 1; k <= depth; ++k) {  // newest first, back to `line`'s own eviction
+  uint32_t at = c.victims_at[set], nc = 0;  // (no division per step: `at` steps back and wraps)
+  for (uint32_t k = 1; k <= depth; ++k) {
     at = at == 0 ? depth - 1 : at - 1;
     const uint64_t v = ring[at];
     if (v == line) break;
-    if (!inside(v)) continue;
+    if (!in(v)) continue;
     uint32_t dup = 0;
-    for (uint32_t i = 0; i < n; ++i) dup |= buf[i] == v;
-    buf[n] = v;
-    n += dup ^ 1;
-    if (n >= enough) return enough;
+    for (uint32_t i = 0; i < ways; ++i) dup |= tags[i] == v;
+    for (uint32_t i = 0; i < nc; ++i) dup |= counted[i] == v;
+    if (dup) continue;
+    counted[nc++] = v;
+    if (++n >= enough) return enough;
   }
   return n;
 }

@@ -7,7 +7,8 @@ report in one headless Chromium driven over the DevTools protocol (--remote-debu
 port). A report fails when, while it loads and draws, the page throws, logs a console or browser
 error (a Content-Security-Policy violation is one), or requests anything but its own file. Then
 the page must show what the JSON report holds: each finding's heading, code and fix (or "No
-significant cache problem found."), the hottest source line's text as read from disk, and a drawn
+significant cache problem found."), each predicted fix and latent false-sharing case, the hottest
+source line's text as read from disk, and a drawn
 Chart.js chart in every chart element, the miss-kinds chart among them. A full-page screenshot of
 each report is taken and checked to be a PNG of the page's size; with --screenshots DIR they are
 kept there."""
@@ -218,6 +219,14 @@ def check_page(browser, html_path, report, shot_path):
         for what in [heading, f["suggestion"]] + [ins["function"] for ins in f["instructions"]]:
             if what not in text:
                 problems.append(f"finding {i}: {what!r} is not on the page")
+        if "predicted_fix" in f:
+            fx = f["predicted_fix"]
+            want = f"Predicted: {fx['what']}: {fx['misses_before']:,} \u2192 {fx['misses_after']:,}"
+            if want not in text:
+                problems.append(f"finding {i}: its predicted fix {want!r} is not on the page")
+    for l in report.get("latent_false_sharing", []):
+        if "Latent false sharing" not in text or l["object"]["address"] not in text:
+            problems.append(f"latent false sharing at {l['object']['address']} is not on the page")
     level1 = report["totals"]["levels"][0]["name"]
     hot = [s for s in report["source_lines"] if s["misses"][level1]]
     if hot:

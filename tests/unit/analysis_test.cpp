@@ -99,6 +99,33 @@ TEST(Analysis, ObjectsOfDifferentThreadsOnALineBlameTheAllocator) {
   EXPECT_EQ(analyze(p).findings[0].origin, Origin::Application);
 }
 
+// A lock word: every thread writes bytes 0-3, and most misses land on bytes the last writer did
+// not write (the mutex's kind field is read first). Giving each thread its own line cannot
+// separate them: true sharing. A line whose main thread wrote all of it once but whose workers
+// write their own bytes stays false sharing.
+TEST(Analysis, MissesOnALineWhoseWritersAllWriteCommonBytesAreTrueSharing) {
+  uint64_t m[kKinds] = {0, 2, 0, 0, 1000, 9000};
+  Profile p = base(20000, m);
+  p.instructions.push_back(instr(0x400100, 20000, 0, kFS, 9000));
+  LineRecord l = line(0x1000, 9000, 1000, 0x400100);
+  l.threads[2] = 2;
+  l.thread_count = 3;
+  for (int i = 0; i < 3; ++i) l.write_mask[i] = 0x0F, l.read_mask[i] = 0xF0000;
+  p.lines.push_back(l);
+  Analysis a = analyze(p);
+  ASSERT_EQ(a.findings.size(), 1u);
+  EXPECT_EQ(a.findings[0].kind, Kind::TrueSharing);
+  EXPECT_EQ(a.findings[0].misses, 10000u);
+
+  l.write_mask[0] = 0xFFFF;  // main initialised both workers' bytes
+  l.write_mask[1] = 0x00FF;
+  l.write_mask[2] = 0xFF00;
+  p.lines.back() = l;
+  a = analyze(p);
+  ASSERT_EQ(a.findings.size(), 1u);
+  EXPECT_EQ(a.findings[0].kind, Kind::FalseSharing);
+}
+
 TEST(Analysis, MostlyTrueSharingIsTrueSharing) {
   uint64_t m[kKinds] = {0, 2, 0, 0, 9000, 1000};
   Profile p = base(20000, m);

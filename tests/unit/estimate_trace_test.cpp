@@ -3,6 +3,10 @@
 // verdict, with counts in traced accesses.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <vector>
+
 #include "analysis/analysis.h"
 #include "analysis/estimate.h"
 #include "analysis/types.h"
@@ -110,6 +114,76 @@ TEST(EstimateTrace, HeapObjectsOfTwoThreadsInOneLineAreAllocatorFalseSharing) {
   Analysis a = traced(testing::false_sharing_alloc(false));
   expect_top(a, Kind::FalseSharing, Origin::Allocator);
   expect_none(traced(testing::false_sharing_alloc(true)));
+}
+
+// The shared bytes name the data, not whatever else lies on the line: a global counter at byte 32
+// of a line that starts with another variable (stderr in a small program's .bss), and heap objects
+// of two threads beside a third object nobody touched.
+TEST(EstimateTrace, SharingNamesTheObjectsTheThreadsTouchedNotTheirNeighbours) {
+  testing::Workload w = testing::sharing_global(false, true);
+  w.gen = [](uint32_t, uint64_t) {
+    return testing::Access{0x401500, 0x405060, 8, uint8_t(profile::kAccessRead | profile::kAccessWrite)};
+  };
+  Analysis a = traced(w);
+  expect_top(a, Kind::TrueSharing, Origin::Application);
+  ASSERT_EQ(a.findings[0].objects.size(), 1u);
+  EXPECT_EQ(a.findings[0].objects[0].sample_addr, 0x405060u);
+
+  testing::Workload h = testing::false_sharing_alloc(false);
+  h.objects.push_back(testing::heap_object(103, 0x555500000ec0, 16, 3));  // same line, untouched
+  Analysis b = traced(h);
+  expect_top(b, Kind::FalseSharing, Origin::Allocator);
+  std::vector<uint64_t> serials;
+  for (const ObjectRef& o : b.findings[0].objects) serials.push_back(o.serial);
+  std::sort(serials.begin(), serials.end());
+  EXPECT_EQ(serials, (std::vector<uint64_t>{101, 102}));
+}
+
+// Two threads update one word in bursts of 500 accesses, taking turns: each sleeps in the
+// kernel (a futex wait on a mutex) while the other runs, and its first access after waking is
+// marked as following a system call. Replayed with each thread paused as long as its calls
+// blocked, the line moves once per turn (about 24 times an epoch) and nothing is worth
+// reporting. The same times without the marks are a busy machine's time slices, not the
+// program's synchronisation: the threads then replay as if they ran at once, access by access,
+// and the word bounces on nearly every access (true sharing), as it does without any times.
+TEST(EstimateTrace, AThreadBlockedInASystemCallWaitsInTheReplay) {
+  const testing::Workload w = testing::sharing_global(false, true);
+  auto bursts = [&](bool marked) {
+    profile::Profile p = testing::traced_profile(w, TraceConfig{});
+    std::map<uint32_t, uint64_t> seen;  // window -> accesses so far
+    constexpr uint64_t kBurst = 500;
+    for (profile::TraceAccessRecord& a : p.trace_accesses) {
+      const profile::TraceRecord& t = p.traces[a.window];
+      const uint64_t k = seen[a.window]++, turn = t.thread - 1;
+      p.trace_times.push_back(p.traces[a.window - turn].start_ns + (2 * (k / kBurst) + turn) * kBurst + k % kBurst);
+      if (marked && k && k % kBurst == 0) a.marks = profile::kTraceAfterSyscall;
+    }
+    return p;
+  };
+  auto run = [](profile::Profile p, TraceSummary* s) {
+    Status st = estimate(p);
+    EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error());
+    *s = trace_summary(p);
+    return std::make_pair(l1_kind(p, 4) + l1_kind(p, 5), analyze(p));
+  };
+  TraceSummary s;
+  auto [blocked, a] = run(bursts(true), &s);
+  EXPECT_EQ(s.together_groups, 3u);
+  EXPECT_EQ(s.timed_groups, 3u);
+  EXPECT_LE(blocked, 3u * 2 * 24);
+  expect_none(a);
+
+  auto [sliced, b] = run(bursts(false), &s);
+  EXPECT_EQ(s.timed_groups, 3u);
+  EXPECT_GE(sliced, 10000u);
+  expect_top(b, Kind::TrueSharing, Origin::Application);
+
+  profile::Profile p = bursts(true);
+  p.trace_times.clear();  // an older profile: no times
+  auto [untimed, c] = run(p, &s);
+  EXPECT_EQ(s.timed_groups, 0u);
+  EXPECT_GE(untimed, 10000u);
+  expect_top(c, Kind::TrueSharing, Origin::Application);
 }
 
 TEST(EstimateTrace, ThreadsTracedInSeparateEpochsAreReplayedInPairs) {

@@ -65,9 +65,11 @@ class SoftTrace : public ::testing::Test {
     syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGUSR1);
     return g_started;
   }
-  std::vector<profile::TraceAccessRecord> accesses() {
+  std::vector<profile::TraceAccessRecord> accesses(std::vector<uint64_t>* times = nullptr) {
     std::vector<profile::TraceAccessRecord> v(trace::access_count());
-    v.resize(trace::export_accesses(v.data(), v.size()));
+    if (times) times->assign(v.size(), 0);
+    v.resize(trace::export_accesses(v.data(), times ? times->data() : nullptr, v.size()));
+    if (times) times->resize(v.size());
     return v;
   }
   std::vector<profile::TraceRecord> windows() {
@@ -94,8 +96,15 @@ TEST_F(SoftTrace, RecordsEveryStoreOfALoopInProgramOrder) {
   for (int rounds = 0; trace::tracing() && rounds < 1000; ++rounds) fill(a, 256);
   trace::stop();
   EXPECT_FALSE(trace::tracing());
-  std::vector<uint64_t> seq;
-  for (const auto& r : accesses())
+  std::vector<uint64_t> seq, times;
+  const auto recs = accesses(&times);
+  ASSERT_EQ(times.size(), recs.size());
+  const uint64_t opened = windows().at(0).start_ns;
+  for (size_t i = 0; i < recs.size(); ++i) {  // when each ran: within the window, in order
+    EXPECT_GE(times[i], opened) << i;
+    if (i) EXPECT_GE(times[i], times[i - 1]) << i;
+  }
+  for (const auto& r : recs)
     if (r.addr >= uint64_t(&a[0]) && r.addr < uint64_t(&a[256])) {
       EXPECT_EQ(r.size, 8);
       EXPECT_EQ(r.flags, profile::kAccessWrite);

@@ -97,7 +97,7 @@ void IpTable::release() noexcept {
   n_ = rcap_ = cap_ = 0;
 }
 
-StepTable::Entry* StepTable::get(uint64_t ip) noexcept {
+StepTable::Entry* StepTable::lookup(uint64_t ip) noexcept {
   if (cap_) {
     for (uint32_t i = hash32(ip, cap_);; i = (i + 1) & (cap_ - 1)) {
       const uint32_t k = slots_[i];
@@ -163,6 +163,7 @@ void StepTable::release() noexcept {
   recs_ = nullptr;
   slots_ = nullptr;
   n_ = rcap_ = cap_ = 0;
+  last_ = nullptr;
 }
 
 profile::LineRecord* LineTable::find_or_insert(Stripe& s, uint64_t line, bool* fresh) noexcept {

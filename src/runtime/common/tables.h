@@ -81,8 +81,16 @@ class StepTable {
     uint64_t rcd_first;
     uint64_t rcd[profile::kRcdBuckets];
   };
-  // The entry for `ip`, created zeroed on first use; nullptr when memory ran out.
-  Entry* get(uint64_t ip) noexcept;
+  // The entry for `ip`, created zeroed on first use; nullptr when memory ran out. The last
+  // entry found is remembered: a loop whose misses come from one instruction pays a compare,
+  // not a hash probe (~40 instructions), per miss.
+  Entry* get(uint64_t ip) noexcept {
+    if (ip == last_ip_ && last_ != nullptr) return last_;
+    Entry* e = lookup(ip);
+    last_ip_ = ip;
+    last_ = e;
+    return e;
+  }
   // Adds o's counts (the latest stride wins); the per-thread state is not merged.
   void merge_from(const StepTable& o) noexcept;
   size_t size() const noexcept { return n_; }
@@ -95,11 +103,15 @@ class StepTable {
   void release() noexcept;
 
  private:
+  Entry* lookup(uint64_t ip) noexcept;  // get() past its memo
   uint32_t* slots_ = nullptr;  // 1-based index into recs_, 0 = empty
   uint32_t cap_ = 0;
   Entry* recs_ = nullptr;
   uint32_t n_ = 0, rcap_ = 0;
   uint64_t dropped_ = 0;
+  // get()'s memo: rewritten by every lookup (where recs_ may move), cleared by release().
+  uint64_t last_ip_ = 0;
+  Entry* last_ = nullptr;
 };
 
 // Adds `v` to the small list `list` of capacity profile::kRefs (zero = empty slot) unless

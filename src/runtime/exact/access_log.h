@@ -8,7 +8,8 @@
 // MAP_NORESERVE: pages are only committed as the log fills); 0 turns it off. When it is full,
 // later accesses are not kept (the profile's total says how many there were): a replay then
 // covers the run's first accesses, and says so. Appending is one relaxed fetch_add and a store;
-// once full, one relaxed load. No allocation, no lock, never blocks: safe on every access path.
+// once full, one relaxed load (a plain store instead of the add where the caller is the only
+// thread). No allocation, no lock, never blocks: safe on every access path.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -27,11 +28,17 @@ extern constinit Log g_log;
 // Reserves the log (`entries` entries). False when memory could not be had (the log stays off).
 bool start(uint64_t entries) noexcept;
 
+// `serialised`: no other thread appends meanwhile (the process has one recording thread and no
+// relay), so a plain load and store take the slot: no locked add, which also waits for every
+// store before it, per access.
 __attribute__((always_inline)) inline void append(uint64_t addr, uint32_t size, bool write,
-                                                  uint32_t thread) noexcept {
+                                                  uint32_t thread, bool serialised = false) noexcept {
   Log& l = g_log;
-  if (l.next.load(std::memory_order_relaxed) >= l.capacity) return;  // off, or full
-  const uint64_t i = l.next.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t next = l.next.load(std::memory_order_relaxed);
+  if (next >= l.capacity) return;  // off, or full
+  uint64_t i = next;
+  if (serialised) l.next.store(next + 1, std::memory_order_relaxed);
+  else i = l.next.fetch_add(1, std::memory_order_relaxed);
   if (i < l.capacity) l.entries[i] = profile::access_log_pack(addr, size, write, thread);
 }
 

@@ -59,14 +59,16 @@ extern std::atomic<bool> g_held_hits;
 
 // A hit on `memo` by the instruction before return address `ip`, if its record is cached: the
 // memo's line and the instruction's and thread's access counts change, nothing else. False,
-// having changed nothing, otherwise. For the thread that owns the memo only.
+// having changed nothing, otherwise. For the thread that owns the memo only. `alone`: the
+// process has this one recording thread and no relay (see alog::append).
 __attribute__((always_inline)) inline bool memo_hit(sim::HitMemo* memo, IpTable* ips,
                                                     uint64_t* accesses, uintptr_t ip,
                                                     uintptr_t addr, uint32_t size,
-                                                    bool write, uint32_t thread) noexcept {
+                                                    bool write, uint32_t thread,
+                                                    bool alone) noexcept {
   profile::InstructionRecord* s = ips->find_hot(ip - 1);
   if (s == nullptr || !memo->try_hit(addr, size, write)) return false;
-  alog::append(addr, size, write, thread);
+  alog::append(addr, size, write, thread, alone);
   ++*accesses;
   s->accesses[write]++;
   return true;
@@ -141,7 +143,7 @@ __attribute__((always_inline)) inline bool take_hit(uintptr_t ip, uintptr_t addr
     held_or_access(h, ip, addr, size, write);
     return true;
   }
-  return memo_hit(h.memo, h.ips, h.accesses, ip, addr, size, write, h.thread);
+  return memo_hit(h.memo, h.ips, h.accesses, ip, addr, size, write, h.thread, true);
 }
 
 }  // namespace whymiss::rt

@@ -124,6 +124,7 @@ struct Global {
   size_t nlevels = 0;
   unsigned line_shift = 6;
   uint64_t l1_sets = 64;
+  uint32_t l1_ways = 1;
   bool count_sets = true;  // per-set counts and re-conflict distances (WHYMISS_SETS)
   uint64_t rcd_sets = 64;  // l1_sets folded to profile::kMaxSetRecords
   // l1_sets - 1 and rcd_sets - 1 when l1_sets is a power of two (0 otherwise): a miss's set and
@@ -308,6 +309,7 @@ void init() {
   g.nlevels = geo.levels.size();
   while ((1u << g.line_shift) < geo.line()) ++g.line_shift;
   g.l1_sets = geo.levels[0].sets();
+  g.l1_ways = geo.levels[0].ways;
   g.rcd_sets = g.l1_sets < profile::kMaxSetRecords ? g.l1_sets : profile::kMaxSetRecords;
   static_assert((profile::kMaxSetRecords & (profile::kMaxSetRecords - 1)) == 0);
   if ((g.l1_sets & (g.l1_sets - 1)) == 0) g.l1_set_mask = g.l1_sets - 1, g.rcd_set_mask = g.rcd_sets - 1;
@@ -511,7 +513,7 @@ void count_object_miss(HeapObject& o, void* arg) {
   if (h->kind == int(Outcome::Conflict)) {
     // Did the object's own lines evict this one (a stride within it) or other data? The
     // analysis tells the application's conflicts from the allocator's by this count.
-    const uint32_t ways = g.sim->geometry().levels[0].ways;
+    const uint32_t ways = g.l1_ways;
     const uint64_t lo = o.start >> g.line_shift, hi = ((o.start + o.size - 1) >> g.line_shift) + 1;
     if (o.size != 0 && g.sim->rivals_within(h->core, h->line, lo, hi, ways) >= ways) o.self_conflicts++;
   }
@@ -567,7 +569,8 @@ __attribute__((noinline)) bool count_miss_in_object(ThreadState* t, uintptr_t ad
 }
 
 void note_object(InstructionRecord* s, uint64_t serial) {
-  if (!s || !serial) return;
+  // (Once the list overflowed it never changes again: nothing to look for.)
+  if (!s || !serial || s->object_count > uint32_t(profile::kRefs)) return;
   if (!add_ref(s->objects, serial)) s->object_count = profile::kRefs + 1;
   else if (s->object_count < uint32_t(profile::kRefs)) {
     uint32_t n = 0;
@@ -594,8 +597,10 @@ void record_sharing(ThreadState* t, uint64_t ip, const sim::LineResult& lr, Outc
 }
 
 // True on the relay's thread: the accesses it simulates happened long ago (their memory may
-// have changed or gone), so it never reads the program's memory.
-constinit thread_local bool t_relay_thread = false;
+// have changed or gone), so it never reads the program's memory. Initial-exec like the other
+// thread-locals here: the default model in a shared library calls __tls_get_addr on every
+// read (twice per L1 miss).
+constinit thread_local bool t_relay_thread __attribute__((tls_model("initial-exec"))) = false;
 
 // Whether `addr` lies within 4 KiB past a value stored in the 64 bytes around one of the
 // thread's last two misses (a pointer the program loaded there).
@@ -732,7 +737,8 @@ __attribute__((noinline)) void record_misses(ThreadState* t, InstructionRecord* 
       }
       continue;
     }
-    if (s) add_ref(s->sample_addrs, piece);
+    // (A full list keeps its addresses: no scan of it per miss.)
+    if (s && s->sample_addrs[profile::kRefs - 1] == 0) add_ref(s->sample_addrs, piece);
     ObjectHit hit{int(o), t->index, set_bit, 0, nullptr, t->core, lr.line, write, false, true};
     if (count_miss_in_object(t, piece, &hit)) {
       note_object(s, hit.serial);
@@ -774,7 +780,8 @@ __attribute__((noinline)) void solo_access(ThreadState* t, uintptr_t ret, uintpt
   t->lane.busy.store(1, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);  // paired with the relay's membarrier
   if (relay::solo() == &t->lane) {
-    if (!memo_hit(t->memo, &t->ips, &t->accesses, ret, addr, size, write, t->index) && !t_in_runtime &&
+    if (!memo_hit(t->memo, &t->ips, &t->accesses, ret, addr, size, write, t->index, false) &&
+        !t_in_runtime &&
         size != 0 && g.state.load(std::memory_order_relaxed) == kRecording) {
       inside(t, [&] { record(t, ret ? ret - 1 : 0, addr, size, write); });
     }
@@ -837,13 +844,18 @@ __attribute__((noinline)) void access_rest(uintptr_t ip, uintptr_t addr, uint32_
                                            bool write) noexcept {
   ThreadState* t = t_state;
   if (t != nullptr && t->memo != nullptr && !t->relayed && !t_in_runtime && size != 0) {
+    // The program's own line: loaded from host memory while the simulator works, instead of
+    // after it (by keep_missed_words' copy on a miss in an object, else by the program). On
+    // programs that miss in host memory too (random reads over 32 MiB, a pointer chase) that
+    // copy was a fifth of exact mode's time, all of it waiting.
+    __builtin_prefetch(reinterpret_cast<const void*>(addr));
     const uint64_t at = ip ? ip - 1 : 0;
     if (InstructionRecord* s = t->ips.find(at)) {
       t->accesses++;
       s->accesses[write]++;
       reuse::access(at, addr, false);  // (one thread)
       const bool hit = g.sim->access(t->core, addr, size, write, t->result);
-      alog::append(addr, size, write, t->index);
+      alog::append(addr, size, write, t->index, true);
       if (hit) return;
       inside(t, [&] { record_misses(t, s, at, addr, write); });
       return;

@@ -177,12 +177,14 @@ void write_profile(int term_signal) {
   // Full-trace windows: windows first (their access counts), then the accesses.
   profile::TraceRecord* traces = nullptr;
   profile::TraceAccessRecord* taccs = nullptr;
+  uint64_t* ttimes = nullptr;
   size_t ntr = 0, nta = 0;
   if (g.trace_on) {
     const size_t wc = soft::trace::window_count(), ac = soft::trace::access_count();
     traces = alloc_array<profile::TraceRecord>(wc);
     taccs = alloc_array<profile::TraceAccessRecord>(ac);
-    if (taccs) nta = soft::trace::export_accesses(taccs, ac);
+    ttimes = alloc_array<uint64_t>(ac);
+    if (taccs) nta = soft::trace::export_accesses(taccs, ttimes, ac);
     if (traces) ntr = soft::trace::export_windows(traces, wc);
     if (!traces) nta = 0;  // accesses name windows: none without them
   }
@@ -225,6 +227,7 @@ void write_profile(int term_signal) {
       {profile::Section::Sites, sizeof(profile::SiteRecord), nsites, sites},
       {profile::Section::Traces, sizeof(profile::TraceRecord), ntr, traces},
       {profile::Section::TraceAccesses, sizeof(profile::TraceAccessRecord), nta, taccs},
+      {profile::Section::TraceTimes, sizeof(uint64_t), ttimes ? nta : 0, ttimes},
   };
   note_profile_written(profile::write_profile_sections(g.output, s, sizeof s / sizeof s[0]));
 }

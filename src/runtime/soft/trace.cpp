@@ -45,6 +45,7 @@ struct State {
   Window* windows = nullptr;
   std::atomic<uint32_t> nwindows{0};
   profile::TraceAccessRecord* recs = nullptr;
+  uint64_t* times = nullptr;  // when each slot of recs ran (CLOCK_MONOTONIC ns)
   std::atomic<uint32_t>* chunk_used = nullptr;
   uint32_t nchunks = 0;
   std::atomic<uint32_t> chunks_claimed{0};
@@ -111,6 +112,8 @@ struct Thread {
   // After a stepped-over `syscall`, the instruction it returns to: the kernel returns with
   // IRET and the trap comes only after that instruction ran, so it is decoded after the fact.
   uint64_t after_syscall;
+  // A system call was stepped over since the last recorded access (kTraceAfterSyscall).
+  bool syscalled;
 };
 __thread Thread t_tr __attribute__((tls_model("initial-exec")));
 
@@ -128,7 +131,7 @@ uint64_t thread_cpu_ns() {
 
 bool in_child() { return g_state.pid != 0 && pid_t(syscall(SYS_getpid)) != g_state.pid; }
 
-bool append(const profile::TraceAccessRecord& r) {
+bool append(const profile::TraceAccessRecord& r, uint64_t at_ns) {
   State& s = g_state;
   if (t_tr.chunk == 0 || t_tr.used == kChunk) {
     const uint32_t c = s.chunks_claimed.fetch_add(1, std::memory_order_relaxed);
@@ -140,6 +143,7 @@ bool append(const profile::TraceAccessRecord& r) {
     t_tr.used = 0;
   }
   s.recs[size_t(t_tr.chunk - 1) * kChunk + t_tr.used] = r;
+  s.times[size_t(t_tr.chunk - 1) * kChunk + t_tr.used] = at_ns;
   ++t_tr.used;
   s.chunk_used[t_tr.chunk - 1].store(t_tr.used, std::memory_order_release);
   return true;
@@ -204,6 +208,7 @@ profile::TraceEnd record(ucontext_t* uc, Window& w) {
   if (m.step_stop == kStepSyscall) {
     if (!steppable_syscall(uc)) return profile::TraceEnd::Syscall;
     t_tr.after_syscall = rip + m.length;
+    t_tr.syscalled = true;
   }
   if (m.step_stop == kStepFlags) return profile::TraceEnd::Flags;
   if (m.step_stop == kStepKernel) return profile::TraceEnd::Syscall;
@@ -234,6 +239,7 @@ profile::TraceEnd record_after_syscall(ucontext_t* uc, Window& w) {
 profile::TraceEnd append_operands(const MemAccess& m, uint64_t rip, Window& w) {
   State& s = g_state;
   const bool own = rip >= s.own_lo && rip < s.own_hi;
+  uint64_t at = 0;  // read once per step, only when the step records an access
   for (uint8_t i = 0; i < m.count; ++i) {
     const MemOperand& op = m.ops[i];
     if (own || op.stack) {
@@ -254,7 +260,10 @@ profile::TraceEnd append_operands(const MemAccess& m, uint64_t rip, Window& w) {
     r.window = t_tr.window - 1;
     r.size = op.size;
     r.flags = op.flags;
-    if (!append(r)) {
+    r.marks = t_tr.syscalled ? profile::kTraceAfterSyscall : 0;
+    t_tr.syscalled = false;
+    if (!at) at = now_ns();
+    if (!append(r, at)) {
       w.dropped.fetch_add(1, std::memory_order_relaxed);
       s.dropped.fetch_add(1, std::memory_order_relaxed);
       return profile::TraceEnd::Full;
@@ -368,7 +377,8 @@ int init(const Config& c, ObjectLookup lookup, uint64_t own_lo, uint64_t own_hi)
   const size_t used_bytes = sizeof(std::atomic<uint32_t>) * s.nchunks;
   const size_t scratch = sizeof(uint32_t) * (c.max_windows + s.nchunks);
   const size_t rec_bytes = sizeof(profile::TraceAccessRecord) * size_t(s.nchunks) * kChunk;
-  s.mapped = win_bytes + used_bytes + scratch + rec_bytes;
+  const size_t time_bytes = sizeof(uint64_t) * size_t(s.nchunks) * kChunk;
+  s.mapped = win_bytes + used_bytes + scratch + rec_bytes + time_bytes;
   void* m = mmap(nullptr, s.mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (m == MAP_FAILED) return errno;
   s.base = m;
@@ -378,6 +388,7 @@ int init(const Config& c, ObjectLookup lookup, uint64_t own_lo, uint64_t own_hi)
   s.per_window = reinterpret_cast<uint32_t*>(p + win_bytes + used_bytes);
   s.used_snapshot = s.per_window + c.max_windows;
   s.recs = reinterpret_cast<profile::TraceAccessRecord*>(p + win_bytes + used_bytes + scratch);
+  s.times = reinterpret_cast<uint64_t*>(p + win_bytes + used_bytes + scratch + rec_bytes);
   s.nwindows.store(0);
   s.chunks_claimed.store(0);
   s.epoch.store(0);
@@ -445,6 +456,7 @@ bool start_here(ucontext_t* uc, uint32_t thread_index, uint64_t fs_base, uint64_
   t_tr.window = idx + 1;
   t_tr.left = s.cfg.steps - 1;
   t_tr.after_syscall = 0;
+  t_tr.syscalled = false;
   if (s.sketch_target) {
     memset(t_tr.sketch, 0, sizeof t_tr.sketch);
     t_tr.ones = t_tr.ones_before = 0;
@@ -559,7 +571,7 @@ size_t export_windows(profile::TraceRecord* out, size_t max) {
   return n;
 }
 
-size_t export_accesses(profile::TraceAccessRecord* out, size_t max) {
+size_t export_accesses(profile::TraceAccessRecord* out, uint64_t* times, size_t max) {
   State& s = g_state;
   // The snapshot export_windows took, so that the two agree (else a fresh one).
   const uint32_t nw = s.snapshot ? s.snapshot_windows : count_per_window();
@@ -578,7 +590,11 @@ size_t export_accesses(profile::TraceAccessRecord* out, size_t max) {
       const profile::TraceAccessRecord& r = s.recs[size_t(c) * kChunk + i];
       if (r.window >= nw) continue;
       const uint32_t at = s.per_window[r.window]++;
-      if (at < max) out[at] = r, ++n;
+      if (at < max) {
+        out[at] = r;
+        if (times) times[at] = s.times[size_t(c) * kChunk + i];
+        ++n;
+      }
     }
   }
   return n < total ? n : size_t(total);

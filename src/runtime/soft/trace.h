@@ -112,8 +112,9 @@ void forget_after_fork();
 size_t window_count();
 size_t access_count();
 size_t export_windows(profile::TraceRecord* out, size_t max);
-// Grouped by window, in program order within each.
-size_t export_accesses(profile::TraceAccessRecord* out, size_t max);
+// Grouped by window, in program order within each; times (if not null, `max` entries) gets when
+// each ran (CLOCK_MONOTONIC ns), in the same order.
+size_t export_accesses(profile::TraceAccessRecord* out, uint64_t* times, size_t max);
 
 struct Stats {
   uint64_t epochs = 0;
