@@ -6,10 +6,13 @@
 // are a bitmap over times; blocks of 512 times (one cache line of the bitmap) keep their marker
 // counts, and a Fenwick tree over the settled blocks (all but the kNear + 1 latest) answers "how
 // many markers up to block b" in log2(blocks) steps of a small array. A reuse from inside the
-// latest blocks counts bits and block counts directly, and touches no tree.
+// latest blocks counts bits and block counts directly, and touches no tree (within 64 times: two
+// words of the bitmap).
 //   line -> time of last access is a shadow table: 4 bytes per line, in chunks of 4 Mi lines
 // mapped on first touch (zero-filled, MAP_NORESERVE: only the pages of lines the program used
-// take memory, 1/16 of the program's footprint at 64-byte lines). No hashing, no probing.
+// take memory, 1/16 of the program's footprint at 64-byte lines; huge pages past kHugeLines
+// lines). No hashing, no probing. Lines past the chunks' reach (addresses above 2^48, or more
+// than kMaxChunks chunks) are dropped and counted.
 //   Times run out at the bitmap's end: the markers are renumbered 1..live in order (compaction,
 // through rev_: time -> the line's shadow slot), and the time arrays double when the markers
 // filled more than half of them (they start short: rev_ is written at every access, and arrays
