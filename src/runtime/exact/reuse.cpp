@@ -1,131 +1,175 @@
 #include "runtime/exact/reuse.h"
 
-#include <algorithm>
+#include <sys/mman.h>
+
+#include <cerrno>
 #include <cstring>
 
 #include "runtime/common/heap.h"
+#include "runtime/common/heap_internal.h"
 #include "runtime/common/spinlock.h"
+#include "runtime/exact/reuse_stack.h"
 
 namespace whymiss::rt::reuse {
-namespace {
 
-constexpr uint32_t kHashBits = 24, kHashOne = 1u << kHashBits;
+// ---- memory (reuse_stack.h) ----
 
-uint32_t hash_of(uint64_t line) { return uint32_t((line * 0x9E3779B97F4A7C15ull) >> (64 - kHashBits)); }
+void* stack_alloc(size_t bytes) noexcept { return private_alloc_zeroed(bytes); }
+void stack_free(void* p, size_t) noexcept { private_free(p); }
+void* stack_reserve(size_t bytes) noexcept { return reserve_zeroed(bytes); }
 
-template <typename T>
-T* alloc_zeroed(size_t n) {
-  void* p = private_alloc(sizeof(T) * n);
-  if (p) std::memset(p, 0, sizeof(T) * n);
-  return static_cast<T*>(p);
+// ---- LruStack's cold paths ----
+
+bool LruStack::init(unsigned line_bits, uint32_t max_lines, unsigned rate_shift,
+                    uint32_t first_times) noexcept {
+  max_ = max_lines;
+  threshold_ = (uint32_t(1) << kHashBits) >> (rate_shift < kHashBits ? rate_shift : kHashBits);
+  weight_ = (uint64_t(1) << kHashBits) / threshold_;
+  ndir_ = line_bits > kChunkBits ? uint64_t(1) << (line_bits - kChunkBits) : 1;
+  dir_ = static_cast<uintptr_t*>(stack_reserve(ndir_ * sizeof(uintptr_t)));
+  return dir_ != nullptr && renumber(first_times);
 }
 
-// One line size's LRU stack: line -> time of last use (open addressing, backward-shift
-// deletion), and a Fenwick tree over times marking each followed line's last use, so that the
-// number of lines used since time t is live - prefix(t).
-class Stack {
- public:
-  bool init(uint32_t max_lines, unsigned rate_shift) {
-    max_ = max_lines;
-    threshold_ = kHashOne >> std::min(rate_shift, kHashBits);
-    cap_ = 1;
-    while (cap_ < 2 * max_lines) cap_ <<= 1;
-    tmax_ = 4 * max_lines;
-    keys_ = alloc_zeroed<uint64_t>(cap_);
-    stamps_ = alloc_zeroed<uint32_t>(cap_);
-    tree_ = alloc_zeroed<int32_t>(tmax_ + 1);
-    order_ = alloc_zeroed<uint64_t>(cap_);  // live_ <= cap_ always, whatever shrink() removed
-    return keys_ && stamps_ && tree_ && order_;
-  }
-  // Distance in lines (scaled by 1/rate), or -1 for a first access; `weight` gets 1/rate. False
-  // when the line is not followed (not sampled).
-  bool access(uint64_t line, double* distance, double* weight) {
-    if (hash_of(line) >= threshold_) return false;
-    const double scale = double(kHashOne) / double(threshold_);
-    *weight = scale;
-    if (now_ > tmax_) compact();
-    uint32_t i = slot_of(line);
-    for (; keys_[i] != 0; i = (i + 1) & (cap_ - 1)) {
-      if (keys_[i] != line + 1) continue;
-      const uint32_t t = stamps_[i];
-      *distance = double(live_ - prefix(t)) * scale;
-      add(t, -1);
-      stamps_[i] = now_;
-      add(now_++, +1);
-      return true;
-    }
-    *distance = -1;
-    keys_[i] = line + 1;
-    stamps_[i] = now_;
-    add(now_++, +1);
-    if (++live_ > max_) shrink();  // (a halving that drops nothing is retried at the next line)
-    return true;
-  }
-  double rate() const { return double(threshold_) / double(kHashOne); }
-  bool follows(uint64_t line) const { return hash_of(line) < threshold_; }
+uint32_t* LruStack::map_chunk(uint64_t dir_index) noexcept {
+  if (nchunks_ == kMaxChunks) return nullptr;
+  const size_t bytes = sizeof(uint32_t) << kChunkBits;
+  // 2 MiB aligned, so that huge pages can back it (the slack is never touched: no memory).
+  constexpr uintptr_t kHuge = uintptr_t(2) << 20;
+  void* raw = stack_reserve(bytes + kHuge);
+  if (!raw) return nullptr;
+  void* m = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(raw) + kHuge - 1) & ~(kHuge - 1));
+  if (huge_) madvise(m, bytes, MADV_HUGEPAGE);
+  chunk_dir_[nchunks_] = uint32_t(dir_index);
+  dir_[dir_index] = reinterpret_cast<uintptr_t>(m) | nchunks_;
+  ++nchunks_;
+  return static_cast<uint32_t*>(m);
+}
 
- private:
-  uint32_t slot_of(uint64_t line) const { return uint32_t((line * 0xD6E8FEB86659FD93ull) >> 40) & (cap_ - 1); }
-  void add(uint32_t t, int32_t v) {
-    for (; t <= tmax_; t += t & -t) tree_[t] += v;
+// A chunk mapped with small pages, on huge ones from now on: later faults by madvise, the pages
+// already there by MADV_COLLAPSE (Linux 6.1; elsewhere they stay small), only in the 2 MiB ranges
+// that have any (collapsing the rest would fill them). A program read at random has touched most
+// of its shadow's small pages by the time it reaches kHugeLines lines.
+void LruStack::to_huge_pages(uintptr_t chunk) noexcept {
+  constexpr size_t kBytes = sizeof(uint32_t) << kChunkBits, kHuge = size_t(2) << 20, kPage = 4096;
+  const int saved = errno;
+  madvise(reinterpret_cast<void*>(chunk), kBytes, MADV_HUGEPAGE);
+  unsigned char resident[kHuge / kPage];
+  for (size_t off = 0; off < kBytes; off += kHuge) {
+    void* range = reinterpret_cast<void*>(chunk + off);
+    if (mincore(range, kHuge, resident) != 0) continue;
+    bool any = false;
+    for (unsigned char r : resident) any |= (r & 1) != 0;
+    if (any) madvise(range, kHuge, 25 /* MADV_COLLAPSE */);
   }
-  uint32_t prefix(uint32_t t) const {
-    int64_t s = 0;
-    for (; t > 0; t -= t & -t) s += tree_[t];
-    return uint32_t(s);
+  errno = saved;
+}
+
+// The markers fill the time arrays: renumber them 1..live, in the same order, into arrays twice
+// as long when they took more than half (so that renumbering costs O(1) per access amortised).
+// The arrays start short (kMinTimes): rev_ is written at every access and rewritten at every
+// renumbering, and arrays far longer than the footprint would sweep the caches the program and
+// the simulator need. Out of memory or past max_lines: sample (shrink) until they fit.
+void LruStack::out_of_times() noexcept {
+  // A large footprint is read at random through its shadow: huge pages where THP allows, as for
+  // the simulator's tables (nothing changes if THP is off). Not before: each chunk a small
+  // program touches (stack, heap, libraries) would cost a 2 MiB page to clear.
+  if (!huge_ && live_ >= kHugeLines) {
+    huge_ = true;
+    for (uint32_t i = 0; i < nchunks_; ++i) to_huge_pages(dir_[chunk_dir_[i]] & ~uintptr_t(4095));
   }
-  // Times ran out: renumber the followed lines' last uses 1..live in the same order.
-  void compact() {
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < cap_; ++i)
-      if (keys_[i]) order_[n++] = (uint64_t(stamps_[i]) << 32) | i;
-    std::sort(order_, order_ + n);
-    std::memset(tree_, 0, sizeof(int32_t) * (tmax_ + 1));
-    for (uint32_t k = 0; k < n; ++k) {
-      stamps_[uint32_t(order_[k])] = k + 1;
-      add(k + 1, +1);
+  if (live_ >= tmax_ / 2 && !renumber(tmax_ * 2)) {
+    shrink(tmax_ / 2 - 1);
+    return;
+  }
+  renumber(tmax_);
+}
+
+bool LruStack::renumber(uint32_t new_tmax) noexcept {
+  const uint32_t new_blocks = new_tmax >> kBlockBits;
+  uint64_t* bits = bits_;
+  uint32_t* rev = rev_;
+  uint32_t* cnt = cnt_;
+  int32_t* fen = fen_;
+  if (new_tmax != tmax_) {
+    bits = static_cast<uint64_t*>(stack_alloc(new_tmax / 8 + 8));
+    rev = static_cast<uint32_t*>(stack_alloc(sizeof(uint32_t) * size_t(new_tmax)));
+    cnt = static_cast<uint32_t*>(stack_alloc(sizeof(uint32_t) * (new_blocks + kNear + 1)));
+    fen = static_cast<int32_t*>(stack_alloc(sizeof(int32_t) * (new_blocks + 1)));
+    if (!bits || !rev || !cnt || !fen) {
+      for (void* p : {static_cast<void*>(bits), static_cast<void*>(rev), static_cast<void*>(cnt),
+                      static_cast<void*>(fen)})
+        if (p) stack_free(p, 0);
+      return false;
     }
-    now_ = n + 1;
   }
-  // The table is full: follow half as many lines (halve the hash threshold) and forget the others.
-  void shrink() {
+  // In place too: new time k <= old time t, and a word is read whole before any bit lands in it.
+  uint32_t k = 1;
+  for (uint32_t w = 0; w < tmax_ / 64; ++w) {
+    uint64_t v = bits_[w];
+    if (bits == bits_) bits_[w] = 0;
+    for (; v; v &= v - 1) {
+      const uint32_t owner = rev_[w * 64 + __builtin_ctzll(v)];
+      *slot_of_owner(owner) = k;
+      rev[k] = owner;
+      bits[k >> 6] |= uint64_t(1) << (k & 63);
+      ++k;
+    }
+  }
+  if (new_tmax != tmax_ && bits_) {
+    stack_free(bits_, 0);
+    stack_free(rev_, 0);
+    stack_free(cnt_, 0);
+    stack_free(fen_, 0);
+  }
+  bits_ = bits;
+  rev_ = rev;
+  cnt_ = cnt;
+  fen_ = fen;
+  tmax_ = new_tmax;
+  nblocks_ = new_blocks;
+  now_ = k;
+  // Block counts, and the tree over the closed ones (linear build).
+  std::memset(cnt_, 0, sizeof(uint32_t) * (nblocks_ + kNear + 1));
+  std::memset(fen_, 0, sizeof(int32_t) * (nblocks_ + 1));
+  for (uint32_t b = 0; b < nblocks_; ++b) {
+    uint32_t c = 0;
+    for (unsigned i = 0; i < kWords; ++i) c += __builtin_popcountll(bits_[b * kWords + i]);
+    cnt_[b] = c;
+  }
+  const uint32_t nb = now_ >> kBlockBits, settled = nb > kNear ? nb - kNear : 0;
+  for (uint32_t i = 1; i <= nblocks_; ++i) {
+    if (i - 1 < settled) fen_[i] += int32_t(cnt_[i - 1]);
+    const uint32_t j = i + (i & -i);
+    if (j <= nblocks_) fen_[j] += fen_[i];
+  }
+  return true;
+}
+
+void LruStack::shrink(uint32_t limit) noexcept {
+  do {
     threshold_ /= 2;
-    for (uint32_t i = 0; i < cap_;) {
-      if (keys_[i] && hash_of(keys_[i] - 1) >= threshold_) {
-        add(stamps_[i], -1);
+    for (uint32_t w = 0; w < tmax_ / 64; ++w) {
+      for (uint64_t v = bits_[w]; v; v &= v - 1) {
+        const uint32_t t = w * 64 + __builtin_ctzll(v);
+        const uint32_t owner = rev_[t];
+        if (hash_of(line_of_owner(owner)) < threshold_) continue;
+        *slot_of_owner(owner) = 0;
+        bits_[w] &= ~(uint64_t(1) << (t & 63));
         --live_;
-        erase(i);  // the slot now holds a shifted entry, or is empty: look at it again
-      } else {
-        ++i;
       }
     }
-  }
-  void erase(uint32_t i) {
-    for (uint32_t j = (i + 1) & (cap_ - 1); keys_[j] != 0; j = (j + 1) & (cap_ - 1)) {
-      const uint32_t home = slot_of(keys_[j] - 1);
-      // Move j back to i when its home does not lie in (i, j] cyclically.
-      if (((j - home) & (cap_ - 1)) >= ((j - i) & (cap_ - 1))) {
-        keys_[i] = keys_[j];
-        stamps_[i] = stamps_[j];
-        i = j;
-      }
-    }
-    keys_[i] = 0;
-  }
+  } while (live_ > limit && threshold_ > 1);
+  weight_ = (uint64_t(1) << kHashBits) / threshold_;
+  renumber(tmax_);
+}
 
-  uint64_t* keys_ = nullptr;  // line + 1; 0 = empty
-  uint32_t* stamps_ = nullptr;
-  int32_t* tree_ = nullptr;
-  uint64_t* order_ = nullptr;
-  uint32_t cap_ = 0, max_ = 0, tmax_ = 0, live_ = 0, now_ = 1;
-  uint32_t threshold_ = kHashOne;
-};
+namespace {
 
+// Integer counts (weights are powers of two), converted to the record's doubles at export.
 struct Histogram {
-  double cold = 0, weighted = 0;
-  double buckets[profile::kReuseBuckets];
-  void add(double distance, double weight) {
-    weighted += weight;
+  uint64_t cold = 0;
+  uint64_t buckets[profile::kReuseBuckets];
+  void add(int64_t distance, uint64_t weight) {
     if (distance < 0) cold += weight;
     else buckets[profile::reuse_bucket(uint64_t(distance))] += weight;
   }
@@ -135,25 +179,79 @@ struct State {
   bool on = false;
   unsigned line_shift = 6;
   SpinLock lock;
-  Stack stacks[2];  // line sizes: simulated, twice it
+  LruStack stacks[2];  // line sizes: simulated, twice it
+  // The line each stack saw last: its repeat is distance 0 and changes no order (no stack work).
+  uint64_t last[2] = {~uint64_t(0), ~uint64_t(0)};
   Histogram* program = nullptr;  // [2]
   // Instructions with their own histogram: ip -> index (open addressing, first come).
   uint64_t* ips = nullptr;  // ip + 1; 0 = empty
   uint32_t* slots = nullptr;
   Histogram* per_ip = nullptr;
   uint32_t ip_cap = 0, nips = 0, max_ips = 0;
+  uint64_t last_ip = ~uint64_t(0);
+  Histogram* last_hist = nullptr;
+  bool popcnt = false;
 };
 State g;
 
 Histogram* histogram_of(uint64_t ip) {
+  if (ip == g.last_ip) return g.last_hist;
+  Histogram* h = nullptr;
   uint32_t i = uint32_t((ip * 0x9E3779B97F4A7C15ull) >> 40) & (g.ip_cap - 1);
   for (; g.ips[i] != 0; i = (i + 1) & (g.ip_cap - 1))
-    if (g.ips[i] == ip + 1) return &g.per_ip[g.slots[i]];
-  if (g.nips == g.max_ips) return nullptr;
-  g.ips[i] = ip + 1;
-  g.slots[i] = g.nips;
-  return &g.per_ip[g.nips++];
+    if (g.ips[i] == ip + 1) {
+      h = &g.per_ip[g.slots[i]];
+      break;
+    }
+  if (!h && g.nips < g.max_ips) {
+    g.ips[i] = ip + 1;
+    g.slots[i] = g.nips;
+    h = &g.per_ip[g.nips++];
+  }
+  g.last_ip = ip;
+  g.last_hist = h;
+  return h;
 }
+
+template <typename T>
+T* alloc_zeroed(size_t n) {
+  return static_cast<T*>(stack_alloc(sizeof(T) * n));
+}
+
+// A sampled stack's distance stands for 1/rate as many lines.
+inline int64_t scaled(int64_t d, const LruStack& s) {
+  return d > 0 ? d * int64_t(s.weight()) : d;
+}
+
+// The tracker's work for one access; inlined twice, with and without the popcnt instruction
+// (the runtime is built for baseline x86-64; start() picks one).
+__attribute__((always_inline)) inline void track(uint64_t ip, uint64_t line) {
+  // (last[] holds followed lines only, and a shrink may have stopped following it since)
+  if (line != g.last[0] || (g.stacks[0].sampling() && !g.stacks[0].follows(line))) {
+    int64_t d = g.stacks[0].access(line);
+    g.last[0] = d != LruStack::kNotFollowed ? line : ~uint64_t(0);
+    if (d != LruStack::kNotFollowed) {
+      d = scaled(d, g.stacks[0]);
+      const uint64_t w = g.stacks[0].weight();
+      g.program[0].add(d, w);
+      if (Histogram* h = histogram_of(ip)) h->add(d, w);
+    }
+  } else {
+    g.program[0].add(0, g.stacks[0].weight());
+    if (Histogram* h = histogram_of(ip)) h->add(0, g.stacks[0].weight());
+  }
+  const uint64_t line2 = line >> 1;
+  if (line2 != g.last[1] || (g.stacks[1].sampling() && !g.stacks[1].follows(line2))) {
+    const int64_t d = g.stacks[1].access(line2);
+    g.last[1] = d != LruStack::kNotFollowed ? line2 : ~uint64_t(0);
+    if (d != LruStack::kNotFollowed) g.program[1].add(scaled(d, g.stacks[1]), g.stacks[1].weight());
+  } else {
+    g.program[1].add(0, g.stacks[1].weight());
+  }
+}
+
+__attribute__((target("popcnt"), noinline)) void track_popcnt(uint64_t ip, uint64_t line) { track(ip, line); }
+__attribute__((noinline)) void track_plain(uint64_t ip, uint64_t line) { track(ip, line); }
 
 }  // namespace
 
@@ -166,22 +264,26 @@ bool start(unsigned line_shift, const Knobs& k) {
   g.ips = alloc_zeroed<uint64_t>(g.ip_cap);
   g.slots = alloc_zeroed<uint32_t>(g.ip_cap);
   g.per_ip = alloc_zeroed<Histogram>(k.max_instructions);
-  g.on = g.program && g.ips && g.slots && g.per_ip && g.stacks[0].init(k.max_lines, k.rate_shift) &&
-         g.stacks[1].init(k.max_lines, k.rate_shift);
+  __builtin_cpu_init();
+  g.popcnt = __builtin_cpu_supports("popcnt");
+  // x86-64 user addresses have 47 bits (48 with the top half's kernel space excluded).
+  const unsigned addr_bits = 48;
+  g.on = g.program && g.ips && g.slots && g.per_ip &&
+         g.stacks[0].init(addr_bits - line_shift, k.max_lines, k.rate_shift) &&
+         g.stacks[1].init(addr_bits - line_shift - 1, k.max_lines, k.rate_shift);
   return g.on;
 }
 
 void access(uint64_t ip, uint64_t addr, bool concurrent) noexcept {
   if (!g.on) return;
   const uint64_t line = addr >> g.line_shift;
-  if (!g.stacks[0].follows(line) && !g.stacks[1].follows(line >> 1)) return;  // most accesses
+  // Sampling (past the memory bound, or asked for): most accesses stop at a hash and a compare.
+  if (__builtin_expect(g.stacks[1].sampling(), 0) && !g.stacks[0].follows(line) &&
+      !g.stacks[1].follows(line >> 1))
+    return;
   if (concurrent) g.lock.lock();
-  double d, w;
-  if (g.stacks[0].access(line, &d, &w)) {
-    g.program[0].add(d, w);
-    if (Histogram* h = histogram_of(ip)) h->add(d, w);
-  }
-  if (g.stacks[1].access(line >> 1, &d, &w)) g.program[1].add(d, w);
+  if (g.popcnt) track_popcnt(ip, line);
+  else track_plain(ip, line);
   if (concurrent) g.lock.unlock();
 }
 
@@ -205,10 +307,14 @@ size_t export_records(profile::ReuseRecord* out, size_t max) noexcept {
     r.key = key;
     r.scope = scope;
     r.line_bytes = 1u << shift;
-    r.cold = h.cold;
-    r.weighted = h.weighted;
+    r.cold = double(h.cold);
     r.rate = rate;
-    std::memcpy(r.buckets, h.buckets, sizeof r.buckets);
+    uint64_t all = h.cold;
+    for (int b = 0; b < profile::kReuseBuckets; ++b) {
+      r.buckets[b] = double(h.buckets[b]);
+      all += h.buckets[b];
+    }
+    r.weighted = double(all);
   };
   put(g.program[0], profile::kReuseProgram, 0, g.line_shift, g.stacks[0].rate());
   put(g.program[1], profile::kReuseProgram, 0, g.line_shift + 1, g.stacks[1].rate());

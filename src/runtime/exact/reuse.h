@@ -4,13 +4,15 @@
 // and at twice it, and per instruction at the simulated line size.
 //
 // Cost and bound: an access to the line of the thread's previous access never reaches the
-// tracker (the hit path takes it; its distance is 0 and the analysis counts it from the
-// totals). Spatial sampling (SHARDS): only lines whose hash falls under a threshold are
-// followed, 1 in 2^Knobs::rate_shift at first, each of their accesses counting 2^rate_shift;
-// the others pay a hash and a compare. A followed line's access pays a hash-table probe and three
-// Fenwick-tree walks (~100 ns here: following every line would double exact mode's time). When
-// Knobs::max_lines lines are followed, the threshold halves and the lines above it are dropped.
-// Memory is fixed at start (private heap); when it cannot be had, the tracker stays off.
+// tracker (the hit path takes it; its distance is 0 and the analysis counts it from the totals),
+// and a repeat of the line the tracker saw last is distance 0 with no stack work. Every other
+// access pays, per line size, a shadow-table load (line -> time of its last access) and a count of
+// the markers after that time in a bitmap over times (reuse_stack.h): exact distances, every line
+// followed, memory growing with the footprint (the shadow: 4 bytes per line; the times: 8-16
+// bytes per line followed). Past Knobs::max_lines lines (or when memory cannot be had) a stack
+// falls back to spatial sampling (SHARDS): only lines whose hash falls under a threshold are
+// followed, the threshold halving until they fit, each followed access counting 1/rate.
+// Knobs::rate_shift > 0 samples from the start (cheaper: the others pay a hash and a compare).
 //
 // Threading: all threads' accesses form one stream, as a cache they all shared would see them.
 // access() takes a spinlock only when told the simulator runs concurrently (without the relay,
@@ -24,8 +26,10 @@
 namespace whymiss::rt::reuse {
 
 struct Knobs {
-  uint32_t max_lines = 1u << 16;     // lines followed per line size before the rate halves
-  unsigned rate_shift = 4;           // follow 1 line in 2^rate_shift at first (0: every line)
+  // Lines followed per line size before the rate halves: 16 Mi (1 GiB at 64-byte lines; the
+  // tracker's memory is then at most about 300 MiB).
+  uint32_t max_lines = 1u << 24;
+  unsigned rate_shift = 0;           // follow 1 line in 2^rate_shift at first (0: every line)
   uint32_t max_instructions = 256;   // instructions with a histogram of their own (first come)
 };
 

@@ -1,0 +1,196 @@
+// Exact mode's reuse-distance tracker (src/runtime/exact/reuse_stack.h, reuse.h) against a naive
+// LRU stack (a vector, most recent first: a line's distance is its index), access by access, on
+// random, cliff-shaped (cyclic sweeps) and hot-set traces, at every line size the tracker follows
+// (the simulated one and twice it, for simulated lines of 32, 64 and 128 bytes). The time arrays
+// start at their smallest (512 times) so that renumbering and growth happen hundreds of times.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "runtime/exact/reuse.h"
+#include "runtime/exact/reuse_stack.h"
+
+namespace whymiss::rt::reuse {
+namespace {
+
+struct NaiveStack {
+  std::vector<uint64_t> mru;  // most recent first
+  int64_t access(uint64_t line) {
+    auto it = std::find(mru.begin(), mru.end(), line);
+    int64_t d = LruStack::kCold;
+    if (it != mru.end()) {
+      d = it - mru.begin();
+      mru.erase(it);
+    }
+    mru.insert(mru.begin(), line);
+    return d;
+  }
+};
+
+// Addresses in three regions far apart (a program's image, heap and stack), so that lines land
+// in several shadow chunks.
+uint64_t address_of(uint64_t i) {
+  static const uint64_t bases[3] = {0x555555554000ull, 0x7f3a12000000ull, 0x7ffd8a000000ull};
+  return bases[i % 3] + (i / 3) * 64 + (i * 7) % 64;  // (the byte within the line varies)
+}
+
+std::vector<uint64_t> random_trace(unsigned lines, unsigned n, uint32_t seed) {
+  std::mt19937_64 r(seed);
+  std::vector<uint64_t> t;
+  for (unsigned i = 0; i < n; ++i) t.push_back(address_of(r() % lines));
+  return t;
+}
+// Sweeps over `lines` lines in order, again and again: every reuse is at distance lines - 1 (a
+// miss-ratio curve that falls from 1 to 0 in one step), with sweeps of other lengths between.
+std::vector<uint64_t> cliff_trace(unsigned n) {
+  std::vector<uint64_t> t;
+  const unsigned lengths[] = {700, 700, 700, 33, 33, 1900, 700, 16, 16, 16};
+  for (unsigned k = 0; t.size() < n; ++k)
+    for (unsigned i = 0; i < lengths[k % 10]; ++i) t.push_back(address_of(i));
+  t.resize(n);
+  return t;
+}
+// 80 % of accesses to 16 lines, the rest over 2000: mostly short distances, some far.
+std::vector<uint64_t> hot_trace(unsigned n, uint32_t seed) {
+  std::mt19937_64 r(seed);
+  std::vector<uint64_t> t;
+  for (unsigned i = 0; i < n; ++i) t.push_back(address_of(r() % 5 ? r() % 16 : 16 + r() % 2000));
+  return t;
+}
+
+void expect_same_distances(const std::vector<uint64_t>& trace, unsigned line_shift, const char* what) {
+  LruStack s;
+  ASSERT_TRUE(s.init(48 - line_shift, 1u << 20, 0, 512));
+  NaiveStack naive;
+  size_t reuses = 0;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    const uint64_t line = trace[i] >> line_shift;
+    const int64_t want = naive.access(line), got = s.access(line);
+    ASSERT_EQ(got, want) << what << ", line size " << (1u << line_shift) << ", access " << i;
+    reuses += want >= 0;
+  }
+  EXPECT_GT(reuses, trace.size() / 2) << what;
+  EXPECT_EQ(s.rate(), 1.0);
+  EXPECT_EQ(s.live(), naive.mru.size());
+}
+
+TEST(ReuseStack, DistancesEqualANaiveLruStackAtEveryLineSize) {
+  const auto random = random_trace(1500, 60000, 1), cliff = cliff_trace(60000), hot = hot_trace(60000, 2);
+  for (unsigned shift : {5u, 6u, 7u, 8u}) {  // 32, 64, 128 and (twice 128) 256 bytes
+    expect_same_distances(random, shift, "random");
+    expect_same_distances(cliff, shift, "cliff");
+    expect_same_distances(hot, shift, "hot set");
+  }
+}
+
+TEST(ReuseStack, OldMarkersSurviveManyRenumberings) {
+  // 6000 lines (the time arrays grow to 16 Ki times), then a long phase on 20 of them (about 40
+  // renumberings, which move the 5980 others' markers down each time), then all 6000 again:
+  // their distances still count every line used since.
+  std::vector<uint64_t> trace = random_trace(6000, 40000, 5);
+  std::mt19937_64 r(6);
+  for (int i = 0; i < 400000; ++i) trace.push_back(address_of(r() % 20));
+  const auto again = random_trace(6000, 40000, 7);
+  trace.insert(trace.end(), again.begin(), again.end());
+  expect_same_distances(trace, 6, "phases");
+}
+
+TEST(ReuseStack, CliffDistancesAreTheSweepLength) {
+  // Built by construction: a sweep of 700 lines repeated; after the first, every access is a
+  // reuse at distance 699. (Independent of the naive stack.)
+  LruStack s;
+  ASSERT_TRUE(s.init(42, 1u << 20, 0, 512));
+  for (int sweep = 0; sweep < 50; ++sweep)
+    for (uint64_t i = 0; i < 700; ++i)
+      ASSERT_EQ(s.access(0x100000 + i * 3), sweep == 0 ? LruStack::kCold : 699) << sweep << " " << i;
+}
+
+TEST(ReuseStack, PastItsBoundItSamplesAndTheFollowedLinesKeepExactDistances) {
+  // 4000 lines, at most 500 followed: the stack halves its rate until they fit. From then on,
+  // a followed access's distance is its distance among the followed lines (SHARDS: the caller
+  // scales it by 1/rate).
+  const auto trace = random_trace(4000, 80000, 3);
+  LruStack s;
+  ASSERT_TRUE(s.init(42, 500, 0, 512));
+  std::vector<int64_t> got;
+  for (uint64_t a : trace) got.push_back(s.access(a >> 6));
+  ASSERT_LT(s.rate(), 0.2);
+  EXPECT_LE(s.live(), 500u);
+  // The last threshold was reached before the trace's second half (4000 lines * rate <= 500).
+  NaiveStack naive;
+  size_t checked = 0;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    const uint64_t line = trace[i] >> 6;
+    if (!s.follows(line)) {
+      if (i >= trace.size() / 2) {
+        ASSERT_EQ(got[i], LruStack::kNotFollowed) << i;
+      }
+      continue;
+    }
+    const int64_t want = naive.access(line);
+    if (i >= trace.size() / 2) {
+      ASSERT_EQ(got[i], want) << i;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 1000u);
+  EXPECT_EQ(s.live(), naive.mru.size());  // the dropped lines left no marker behind
+}
+
+TEST(ReuseStack, LinesBeyondTheAddressSpaceAreDroppedAndCounted) {
+  // 48-bit addresses at 64-byte lines: line numbers have 42 bits. One past them has no shadow
+  // slot: the access is not followed, counted, and leaves the other lines' distances alone.
+  LruStack s;
+  ASSERT_TRUE(s.init(42, 1u << 20, 0, 512));
+  EXPECT_EQ(s.access(7), LruStack::kCold);
+  EXPECT_EQ(s.access(uint64_t(1) << 42), LruStack::kNotFollowed);
+  EXPECT_EQ(s.dropped(), 1u);
+  EXPECT_EQ(s.access(8), LruStack::kCold);
+  EXPECT_EQ(s.access(7), 1);
+  EXPECT_EQ(s.access((uint64_t(1) << 42) - 1), LruStack::kCold);  // the last line that has one
+}
+
+TEST(ReuseTracker, HistogramsMatchNaiveStacksAtBothLineSizes) {
+  // The whole tracker (reuse.h) at 64-byte lines: the program's histograms at 64 and 128 bytes
+  // and one instruction's equal those of naive stacks over the same accesses (repeats of the
+  // previous line included: distance 0).
+  ASSERT_TRUE(start(6));
+  NaiveStack n64, n128;
+  std::vector<double> h64(profile::kReuseBuckets), h128(profile::kReuseBuckets), hip(profile::kReuseBuckets);
+  double cold64 = 0, cold128 = 0, coldip = 0;
+  auto trace = hot_trace(40000, 4);
+  const auto cliff = cliff_trace(20000);
+  trace.insert(trace.end(), cliff.begin(), cliff.end());
+  for (size_t i = 0; i < trace.size(); ++i) {
+    const uint64_t ip = 0x401000 + (i % 3) * 4;
+    access(ip, trace[i], false);
+    const int64_t d64 = n64.access(trace[i] >> 6), d128 = n128.access(trace[i] >> 7);
+    (d64 < 0 ? cold64 : h64[profile::reuse_bucket(d64)]) += 1;
+    (d128 < 0 ? cold128 : h128[profile::reuse_bucket(d128)]) += 1;
+    if (ip == 0x401000) (d64 < 0 ? coldip : hip[profile::reuse_bucket(d64)]) += 1;
+  }
+  std::vector<profile::ReuseRecord> recs(record_count());
+  ASSERT_EQ(recs.size(), 2u + 3u);
+  ASSERT_EQ(export_records(recs.data(), recs.size()), recs.size());
+  int seen = 0;
+  for (const auto& r : recs) {
+    const std::vector<double>* want = nullptr;
+    double cold = 0;
+    if (r.scope == profile::kReuseProgram && r.line_bytes == 64) want = &h64, cold = cold64;
+    if (r.scope == profile::kReuseProgram && r.line_bytes == 128) want = &h128, cold = cold128;
+    if (r.scope == profile::kReuseInstruction && r.key == 0x401000) want = &hip, cold = coldip;
+    if (!want) continue;
+    ++seen;
+    EXPECT_EQ(r.rate, 1.0);
+    EXPECT_EQ(r.cold, cold) << r.line_bytes;
+    for (int b = 0; b < profile::kReuseBuckets; ++b)
+      ASSERT_EQ(r.buckets[b], (*want)[b]) << "scope " << r.scope << ", line " << r.line_bytes << ", bucket " << b;
+  }
+  EXPECT_EQ(seen, 3);
+}
+
+}  // namespace
+}  // namespace whymiss::rt::reuse
