@@ -406,7 +406,9 @@ struct Hierarchy::Impl {
   void prefetch_shared(uint64_t line) {
     shared->prefetch(line);
     shared->prefetch_entries(line);
-    shared_shadow->prefetch(line);
+    // Its table may be reallocated under the shadow's lock by another thread: not then (found
+    // by a -fsanitize=thread build of the coherence tests).
+    if (!concurrent) shared_shadow->prefetch(line);
     if (!set_rows[npriv].empty()) __builtin_prefetch(&set_rows[npriv][set_row(npriv, line)]);
   }
 
