@@ -143,16 +143,27 @@ class Analyzer {
     return l.line * line_ + (m ? uint64_t(__builtin_ctzll(m)) * granule : 0);
   }
 
-  // Two or more threads wrote the line, and every two of them wrote a common byte (granule).
+  // Two or more threads wrote the line; every two of them wrote a common byte (granule); no
+  // writer wrote a byte no other writer wrote; and every thread on the line touched a byte two
+  // writers wrote. Then no placement separates the threads (a lock word every thread swaps). A
+  // thread's field of its own beside such bytes, or one thread that once wrote another's field,
+  // leaves the line to the per-miss kinds (padding would still remove those misses).
   static bool writers_share_bytes(const LineRecord& l) {
     uint64_t w[profile::kLineThreads];
     int n = 0;
     for (int i = 0; i < profile::kLineThreads; ++i)
       if (l.threads[i] != profile::kNoThread && l.write_mask[i]) w[n++] = l.write_mask[i];
     if (n < 2) return false;
+    uint64_t common = 0;
     for (int i = 0; i < n; ++i)
-      for (int j = i + 1; j < n; ++j)
+      for (int j = i + 1; j < n; ++j) {
         if ((w[i] & w[j]) == 0) return false;
+        common |= w[i] & w[j];
+      }
+    for (int i = 0; i < n; ++i)
+      if (w[i] & ~common) return false;
+    for (int i = 0; i < profile::kLineThreads; ++i)
+      if (l.threads[i] != profile::kNoThread && ((l.read_mask[i] | l.write_mask[i]) & common) == 0) return false;
     return true;
   }
 
@@ -160,7 +171,8 @@ class Analyzer {
   void sharing(Analysis* a) {
     struct Group {
       std::vector<const LineRecord*> lines;
-      uint64_t fs = 0, ts = 0;
+      uint64_t fs = 0, ts = 0;  // as counted, per miss
+      uint64_t moved = 0;       // of fs, on lines writers_share_bytes() gives to true sharing
     };
     std::map<std::pair<uint64_t, uint64_t>, Group> groups;  // (object serial, or 0 and line)
     for (const LineRecord& l : p_.lines) {
@@ -172,13 +184,13 @@ class Analyzer {
       // thread its own line (a lock word, a shared counter inside a struct): its misses on bytes
       // the last writer did not write (the mutex's kind field read before the lock word is
       // swapped) still come from the threads' common bytes, so they count as true sharing.
-      const bool common = writers_share_bytes(l);
-      g.fs += common ? 0 : l.misses[kFalse];
-      g.ts += l.misses[kTrue] + (common ? l.misses[kFalse] : 0);
+      g.fs += l.misses[kFalse];
+      g.ts += l.misses[kTrue];
+      if (writers_share_bytes(l)) g.moved += l.misses[kFalse];
     }
     for (auto& [key, g] : groups) {
       Finding f;
-      f.kind = g.fs >= g.ts ? Kind::FalseSharing : Kind::TrueSharing;
+      f.kind = g.fs - g.moved >= g.ts + g.moved ? Kind::FalseSharing : Kind::TrueSharing;
       f.level = 0;
       f.misses = g.fs + g.ts;
       uint64_t accesses = 0;
@@ -234,6 +246,8 @@ class Analyzer {
       f.cost = double(f.misses) * k_.penalty_coherence;
       f.evidence.push_back(num("false_sharing_misses", double(g.fs)));
       f.evidence.push_back(num("true_sharing_misses", double(g.ts)));
+      if (g.moved)  // counted as false sharing, judged true sharing by the line's common bytes
+        f.evidence.push_back(num("false_sharing_misses_on_common_bytes", double(g.moved)));
       f.evidence.push_back(num("lines", double(g.lines.size())));
       f.evidence.push_back(num("threads", double(threads.size())));
       if (f.origin == Origin::Allocator)

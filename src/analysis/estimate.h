@@ -89,8 +89,8 @@ struct TraceSummary {
   // Epochs that traced one thread each and were replayed in pairs (two threads' epochs as if
   // they had run at once: the machine did not run the threads together while they were traced).
   uint64_t paired_epochs = 0;
-  // Groups of two or more windows replayed together, and those of them whose threads waited in
-  // the replay as long as their system calls blocked (profiles with trace times).
+  // Groups of two or more windows replayed together, and those of them where a thread waited in
+  // the replay about as long as a system call it made took (trace times, a call in a window).
   uint64_t together_groups = 0, timed_groups = 0;
 };
 TraceSummary trace_summary(const profile::Profile& p);

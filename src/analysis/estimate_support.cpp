@@ -37,7 +37,7 @@ std::string provenance(const profile::Profile& p, const Finding& f) {
                     "; misses counted by replaying them (steady state)";
     if (sharing(f)) {
       s += "; threads interleaved access by access";
-      if (t.timed_groups) s += ", each paused as long as its system calls blocked";
+      if (t.timed_groups) s += ", each paused about as long as its system calls took (wall time)";
       if (t.overlap >= 0) s += ", and they stepped at the same time " + std::to_string(int(t.overlap * 100 + 0.5)) + "% of the traced time";
     }
     return s;

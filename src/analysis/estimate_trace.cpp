@@ -176,6 +176,7 @@ std::vector<uint32_t> replay_order(const Profile& p, const std::vector<uint32_t>
     quantum = std::max<uint64_t>(1, gaps[gaps.size() / 2]);
   }
   std::unordered_map<uint32_t, uint64_t> progress;  // access -> its thread's progress there
+  progress.reserve(order.size());
   for (uint32_t w : wins) {
     const auto& v = per_window[w];
     // A thread starts as late as its first access came after its window opened: one asleep in
@@ -191,8 +192,13 @@ std::vector<uint32_t> replay_order(const Profile& p, const std::vector<uint32_t>
       progress[v[i]] = at_ns;
     }
   }
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return progress[a] < progress[b]; });
-  return order;
+  // (progress, round-robin rank): ties keep the round-robin order.
+  std::vector<std::pair<uint64_t, uint32_t>> keyed(order.size());
+  for (uint32_t k = 0; k < order.size(); ++k) keyed[k] = {progress[order[k]], k};
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<uint32_t> by_progress(order.size());
+  for (uint32_t k = 0; k < order.size(); ++k) by_progress[k] = order[keyed[k].second];
+  return by_progress;
 }
 
 }  // namespace
@@ -218,12 +224,20 @@ TraceSummary trace_summary(const Profile& p) {
   // because each traced one thread count with their traced time and no overlap.
   const ReplayGroups g = replay_groups(p);
   s.paired_epochs = g.paired;
+  std::vector<bool> blocked_in_window(p.traces.size(), false);  // an access after a system call
+  for (const TraceAccessRecord& a : p.trace_accesses)
+    if ((a.marks & kTraceAfterSyscall) && a.window < p.traces.size()) blocked_in_window[a.window] = true;
   uint64_t any = 0, both = 0;
   for (const auto& ws : g.groups) {
     if (ws.size() < 2) continue;
     overlap_of(p, ws, &any, &both);
     s.together_groups++;
-    s.timed_groups += replays_by_progress(p, ws);
+    if (replays_by_progress(p, ws))
+      for (uint32_t w : ws)
+        if (blocked_in_window[w]) {
+          s.timed_groups++;
+          break;
+        }
   }
   s.overlap = any ? double(both) / double(any) : -1;
   return s;

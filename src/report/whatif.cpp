@@ -120,9 +120,9 @@ void text_latent(std::ostream& out, const profile::Profile& p, const analysis::P
 
 std::string html_predicted_fix(const profile::Profile& p, const analysis::PredictedFix& fx) {
   if (!fx.available) return "";
-  const std::string l1 = p.geometry.levels[size_t(fx.level)].name;
+  const std::string level = p.geometry.levels[size_t(fx.level)].name;
   return "Predicted: " + html::text(fx.what) + ": " + thousands(fx.misses_before) + " &rarr; " +
-         thousands(fx.misses_after) + " " + html::text(l1) + " misses [" + html::text(fx.how) + "]";
+         thousands(fx.misses_after) + " " + html::text(level) + " misses [" + html::text(fx.how) + "]";
 }
 
 void html_latent(std::ostringstream& s, const profile::Profile& p, const analysis::Predictions& pr, Namer& n) {

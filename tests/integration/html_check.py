@@ -225,8 +225,10 @@ def check_page(browser, html_path, report, shot_path):
             if want not in text:
                 problems.append(f"finding {i}: its predicted fix {want!r} is not on the page")
     for l in report.get("latent_false_sharing", []):
-        if "Latent false sharing" not in text or l["object"]["address"] not in text:
-            problems.append(f"latent false sharing at {l['object']['address']} is not on the page")
+        if ("Latent false sharing" not in text or l["object"]["address"] not in text
+                or f"{l['predicted_misses']:,}" not in text):
+            problems.append(f"latent false sharing at {l['object']['address']} "
+                            f"({l['predicted_misses']:,} predicted misses) is not on the page")
     level1 = report["totals"]["levels"][0]["name"]
     hot = [s for s in report["source_lines"] if s["misses"][level1]]
     if hot:

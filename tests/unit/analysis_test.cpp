@@ -116,6 +116,23 @@ TEST(Analysis, MissesOnALineWhoseWritersAllWriteCommonBytesAreTrueSharing) {
   ASSERT_EQ(a.findings.size(), 1u);
   EXPECT_EQ(a.findings[0].kind, Kind::TrueSharing);
   EXPECT_EQ(a.findings[0].misses, 10000u);
+  bool said = false;  // the counted kinds stay as counted; the moved ones are named
+  for (const auto& e : a.findings[0].evidence) {
+    if (e.key == "false_sharing_misses") EXPECT_EQ(e.text, "9000");
+    if (e.key == "false_sharing_misses_on_common_bytes") said = e.text == "9000";
+  }
+  EXPECT_TRUE(said);
+
+  LineRecord beside = l;  // thread 2 reads a field of its own beside the lock word: false sharing
+  beside.write_mask[2] = 0;
+  beside.read_mask[2] = 0xFF00000000;
+  p.lines.back() = beside;
+  ASSERT_EQ(analyze(p).findings.size(), 1u);
+  EXPECT_EQ(analyze(p).findings[0].kind, Kind::FalseSharing);
+  LineRecord own = l;  // thread 1 also writes a counter of its own: padding would still help
+  own.write_mask[1] = 0x0F | 0xFF00000000;
+  p.lines.back() = own;
+  EXPECT_EQ(analyze(p).findings[0].kind, Kind::FalseSharing);
 
   l.write_mask[0] = 0xFFFF;  // main initialised both workers' bytes
   l.write_mask[1] = 0x00FF;

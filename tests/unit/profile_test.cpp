@@ -163,6 +163,35 @@ TEST_F(ProfileFile, SamplingSectionsRoundTrip) {
   EXPECT_EQ(r->objects[0].serial, 7u);
 }
 
+// Trace windows' accesses round-trip with when each ran and its marks; times that do not match
+// the accesses one for one are refused.
+TEST_F(ProfileFile, TraceTimesRoundTripAndMustMatchTheAccesses) {
+  Profile p = sample();
+  p.meta.mode = uint32_t(Mode::Soft);
+  TraceRecord t{};
+  t.thread = 1, t.epoch = 1, t.start_ns = 5000, t.end_ns = 9000, t.steps = 10, t.accesses = 2;
+  p.traces.push_back(t);
+  for (uint32_t i = 0; i < 2; ++i) {
+    TraceAccessRecord a{};
+    a.ip = 0x401000 + i, a.addr = 0x7f0000000000 + 8 * i, a.size = 8, a.flags = kAccessWrite;
+    a.marks = i ? kTraceAfterSyscall : 0;
+    p.trace_accesses.push_back(a);
+    p.trace_times.push_back(5100 + 700 * i);
+  }
+  ASSERT_TRUE(write_profile(path_, p).ok());
+  auto r = read_profile(path_);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->trace_times, p.trace_times);
+  ASSERT_EQ(r->trace_accesses.size(), 2u);
+  EXPECT_EQ(r->trace_accesses[1].marks, kTraceAfterSyscall);
+  p.trace_times.pop_back();
+  std::filesystem::remove(path_);
+  ASSERT_TRUE(write_profile(path_, p).ok());
+  auto bad = read_profile(path_);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("times do not match"), std::string::npos) << bad.error();
+}
+
 // Reuse-distance histograms round-trip, and impossible values (NaN, a rate above 1, a line size
 // that is not a power of two) are refused with one sentence instead of making nonsense curves.
 TEST_F(ProfileFile, ReuseHistogramsRoundTripAndImpossibleOnesAreRefused) {

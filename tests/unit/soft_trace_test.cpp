@@ -90,6 +90,37 @@ __attribute__((noinline)) void* chase(void* p, long n) {
   return p;
 }
 
+// a[0] = i; getpid as a raw system call; a[1] = i.
+__attribute__((noinline)) void store_around_syscall(volatile uint64_t* a, int n) {
+  for (int i = 0; i < n; ++i) {
+    a[0] = uint64_t(i);
+    long r;
+    asm volatile("syscall" : "=a"(r) : "a"(long(SYS_getpid)) : "rcx", "r11", "memory");
+    a[1] = uint64_t(i);
+  }
+}
+
+// The first access recorded after a stepped-over system call is marked (the replay pauses the
+// thread by the time the call took), and only that one.
+TEST_F(SoftTrace, TheAccessAfterASystemCallIsMarked) {
+  static volatile uint64_t a[2];
+  ASSERT_TRUE(start(3000));
+  for (int rounds = 0; trace::tracing() && rounds < 1000; ++rounds) store_around_syscall(a, 50);
+  trace::stop();
+  size_t before = 0, after = 0;
+  for (const auto& r : accesses()) {
+    if (r.addr == uint64_t(&a[0])) {
+      ++before;
+      EXPECT_EQ(r.marks, 0) << "a[0] follows no system call in its iteration";
+    } else if (r.addr == uint64_t(&a[1])) {
+      ++after;
+      EXPECT_EQ(r.marks, profile::kTraceAfterSyscall);
+    }
+  }
+  EXPECT_GE(before, 50u);
+  EXPECT_GE(after, 50u);
+}
+
 TEST_F(SoftTrace, RecordsEveryStoreOfALoopInProgramOrder) {
   static volatile uint64_t a[256];
   ASSERT_TRUE(start(4000));

@@ -38,7 +38,11 @@ uint32_t* LruStack::map_chunk(uint64_t dir_index) noexcept {
   void* raw = stack_reserve(bytes + kHuge);
   if (!raw) return nullptr;
   void* m = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(raw) + kHuge - 1) & ~(kHuge - 1));
-  if (huge_) madvise(m, bytes, MADV_HUGEPAGE);
+  if (huge_) {
+    const int saved = errno;  // called from the program's access hooks: its errno stays
+    madvise(m, bytes, MADV_HUGEPAGE);
+    errno = saved;
+  }
   chunk_dir_[nchunks_] = uint32_t(dir_index);
   dir_[dir_index] = reinterpret_cast<uintptr_t>(m) | nchunks_;
   ++nchunks_;
@@ -47,7 +51,7 @@ uint32_t* LruStack::map_chunk(uint64_t dir_index) noexcept {
 
 // A chunk mapped with small pages, on huge ones from now on: later faults by madvise, the pages
 // already there by MADV_COLLAPSE (Linux 6.1; elsewhere they stay small), only in the 2 MiB ranges
-// that have any (collapsing the rest would fill them). A program read at random has touched most
+// that are at least half resident (collapsing the rest would fill them). A program read at random has touched most
 // of its shadow's small pages by the time it reaches kHugeLines lines.
 void LruStack::to_huge_pages(uintptr_t chunk) noexcept {
   constexpr size_t kBytes = sizeof(uint32_t) << kChunkBits, kHuge = size_t(2) << 20, kPage = 4096;
@@ -57,9 +61,10 @@ void LruStack::to_huge_pages(uintptr_t chunk) noexcept {
   for (size_t off = 0; off < kBytes; off += kHuge) {
     void* range = reinterpret_cast<void*>(chunk + off);
     if (mincore(range, kHuge, resident) != 0) continue;
-    bool any = false;
-    for (unsigned char r : resident) any |= (r & 1) != 0;
-    if (any) madvise(range, kHuge, 25 /* MADV_COLLAPSE */);
+    size_t n = 0;
+    for (unsigned char r : resident) n += r & 1;
+    // At least half resident: collapsing a sparse range would fill it (up to 512x its pages).
+    if (n >= kHuge / kPage / 2) madvise(range, kHuge, 25 /* MADV_COLLAPSE */);
   }
   errno = saved;
 }

@@ -27,7 +27,8 @@ namespace whymiss::rt::reuse {
 
 struct Knobs {
   // Lines followed per line size before the rate halves: 16 Mi (1 GiB at 64-byte lines; the
-  // tracker's memory is then at most about 300 MiB).
+  // tracker's time arrays are then at most about 300 MiB; the shadow adds 4 bytes per line of
+  // address space touched, in 2 MiB pages once huge pages are on, so sparse footprints cost more).
   uint32_t max_lines = 1u << 24;
   unsigned rate_shift = 0;           // follow 1 line in 2^rate_shift at first (0: every line)
   uint32_t max_instructions = 256;   // instructions with a histogram of their own (first come)
