@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -153,52 +154,45 @@ bool replays_by_progress(const Profile& p, const std::vector<uint32_t>& ws) {
 // The replay order of one group (indices into p.trace_accesses).
 std::vector<uint32_t> replay_order(const Profile& p, const std::vector<uint32_t>& wins,
                                    const std::vector<std::vector<uint32_t>>& per_window) {
-  std::vector<uint32_t> order;
-  std::vector<size_t> at(wins.size(), 0);
-  for (bool more = true; more;) {
-    more = false;
-    for (size_t k = 0; k < wins.size(); ++k) {
-      const auto& v = per_window[wins[k]];
-      if (at[k] < v.size()) order.push_back(v[at[k]++]), more = true;
+  // Sort keys: (progress, position in its window, window in the group, access). With equal
+  // progress everywhere this is the round-robin order: every window's i-th access, in window
+  // order, before any window's (i+1)-th.
+  std::vector<std::tuple<uint64_t, uint32_t, uint32_t, uint32_t>> keyed;
+  const bool timed = replays_by_progress(p, wins);
+  uint64_t quantum = 1;
+  if (timed) {
+    std::vector<uint64_t> gaps;  // between consecutive accesses with no system call between
+    for (uint32_t w : wins) {
+      const auto& v = per_window[w];
+      for (size_t i = 1; i < v.size(); ++i)
+        if (!(p.trace_accesses[v[i]].marks & kTraceAfterSyscall) && p.trace_times[v[i]] >= p.trace_times[v[i - 1]])
+          gaps.push_back(p.trace_times[v[i]] - p.trace_times[v[i - 1]]);
+    }
+    if (!gaps.empty()) {
+      std::nth_element(gaps.begin(), gaps.begin() + ptrdiff_t(gaps.size() / 2), gaps.end());
+      quantum = std::max<uint64_t>(1, gaps[gaps.size() / 2]);
     }
   }
-  if (!replays_by_progress(p, wins)) return order;
-  std::vector<uint64_t> gaps;  // between consecutive accesses with no system call between
-  for (uint32_t w : wins) {
-    const auto& v = per_window[w];
-    for (size_t i = 1; i < v.size(); ++i)
-      if (!(p.trace_accesses[v[i]].marks & kTraceAfterSyscall) && p.trace_times[v[i]] >= p.trace_times[v[i - 1]])
-        gaps.push_back(p.trace_times[v[i]] - p.trace_times[v[i - 1]]);
-  }
-  uint64_t quantum = 1;
-  if (!gaps.empty()) {
-    std::nth_element(gaps.begin(), gaps.begin() + ptrdiff_t(gaps.size() / 2), gaps.end());
-    quantum = std::max<uint64_t>(1, gaps[gaps.size() / 2]);
-  }
-  std::unordered_map<uint32_t, uint64_t> progress;  // access -> its thread's progress there
-  progress.reserve(order.size());
-  for (uint32_t w : wins) {
-    const auto& v = per_window[w];
+  for (uint32_t k = 0; k < wins.size(); ++k) {
+    const auto& v = per_window[wins[k]];
+    uint64_t at_ns = 0;
     // A thread starts as late as its first access came after its window opened: one asleep in
     // the kernel when the epoch began (waiting for a lock) starts when it woke.
-    const uint64_t opened = p.traces[w].start_ns;
-    uint64_t at_ns = v.empty() || p.trace_times[v[0]] < opened ? 0 : p.trace_times[v[0]] - opened;
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (i) {
+    const uint64_t opened = p.traces[wins[k]].start_ns;
+    if (timed && !v.empty() && p.trace_times[v[0]] > opened) at_ns = p.trace_times[v[0]] - opened;
+    for (uint32_t i = 0; i < v.size(); ++i) {
+      if (timed && i) {
         const uint64_t t0 = p.trace_times[v[i - 1]], t1 = p.trace_times[v[i]];
         const bool blocked = p.trace_accesses[v[i]].marks & kTraceAfterSyscall;
         at_ns += blocked && t1 > t0 ? std::max(quantum, t1 - t0) : quantum;
       }
-      progress[v[i]] = at_ns;
+      keyed.emplace_back(at_ns, i, k, v[i]);
     }
   }
-  // (progress, round-robin rank): ties keep the round-robin order.
-  std::vector<std::pair<uint64_t, uint32_t>> keyed(order.size());
-  for (uint32_t k = 0; k < order.size(); ++k) keyed[k] = {progress[order[k]], k};
   std::sort(keyed.begin(), keyed.end());
-  std::vector<uint32_t> by_progress(order.size());
-  for (uint32_t k = 0; k < order.size(); ++k) by_progress[k] = order[keyed[k].second];
-  return by_progress;
+  std::vector<uint32_t> order(keyed.size());
+  for (size_t n = 0; n < keyed.size(); ++n) order[n] = std::get<3>(keyed[n]);
+  return order;
 }
 
 }  // namespace
