@@ -113,6 +113,10 @@ def main():
     ap.add_argument("--oracle-repeats", type=int, default=1,
                     help="exact runs per program; the oracle is their most common verdict and "
                          "disagreeing runs are reported as unstable (default 1)")
+    ap.add_argument("--oracle-repeats-threaded", type=int, default=3,
+                    help="exact runs per multi-threaded program, at least --oracle-repeats: "
+                         "whether a lock contends can depend on how the threads overlapped, and "
+                         "so can exact mode's verdict (default 3)")
     ap.add_argument("--refresh-oracle", action="store_true", help="ignore cached exact runs")
     ap.add_argument("--soft-seconds", type=float, default=2.0,
                     help="calibrate each soft scale to about this much CPU time natively")
@@ -134,8 +138,8 @@ def main():
             sys.exit(f"soft_vs_exact.py: no results in {a.from_json}")
         (print_markdown if a.markdown else print_text)(saved["programs"], saved["summary"])
         return 0
-    if a.repeats < 1 or a.oracle_repeats < 1:
-        ap.error("--repeats and --oracle-repeats must be >= 1")
+    if a.repeats < 1 or a.oracle_repeats < 1 or a.oracle_repeats_threaded < 1:
+        ap.error("--repeats, --oracle-repeats and --oracle-repeats-threaded must be >= 1")
     whymiss = os.path.abspath(a.whymiss)
     whymiss_cc = os.path.abspath(a.whymiss_cc or os.path.join(os.path.dirname(whymiss),
                                                               "whymiss-cc"))
@@ -178,7 +182,8 @@ def main():
     for i, p in enumerate(progs):
         key = f"{p['sha256']}:{p['exact_scale']}:{cache_spec}:{whymiss_stamp}"
         runs = [Verdict.from_json(d) for d in oracle_cache.get(key, {}).get("runs", [])]
-        while len(runs) < a.oracle_repeats:
+        want = max(a.oracle_repeats, a.oracle_repeats_threaded) if p["threads"] > 1 else a.oracle_repeats
+        while len(runs) < want:
             v = corpuslib.run_whymiss(whymiss, "exact", paths[p["name"]]["exact"],
                                       p["exact_scale"], cache_spec, a.timeout)
             t_exact += v.wall
@@ -190,7 +195,7 @@ def main():
                 save_json(oracle_path, oracle_cache)
             err = f"  ({v.error})" if v.error else ""
             log(f"[exact {i + 1}/{len(progs)}] {p['name']}: {v.full} {v.wall:.1f}s{err}")
-        runs = runs[:a.oracle_repeats]
+        runs = runs[:want]
         keys = [r.key for r in runs]
         m = modal(keys)
         exact[p["name"]] = next(r for r in runs if r.key == m)
@@ -266,6 +271,7 @@ def main():
     summary.update({
         "commit": commit, "date": datetime.date.today().isoformat(),
         "cache_spec": cache_spec, "repeats": a.repeats, "oracle_repeats": a.oracle_repeats,
+        "oracle_repeats_threaded": a.oracle_repeats_threaded,
         "time_total_s": round(t_total, 1), "time_exact_s": round(t_exact, 1),
         "exact_runs_done": exact_runs_done, "time_calibration_s": round(t_cal, 1),
         "time_soft_s": round(t_soft, 1), "exact_unstable": exact_unstable,
