@@ -51,14 +51,6 @@
 // (its previous use one window earlier) rather than a compulsory miss. Accesses and misses are
 // then counted in traced accesses, per instruction, line, object and level exactly as exact mode
 // counts them, and analyze() applies the same rules and thresholds as to an exact profile.
-// Blocking: a thread that blocks in the kernel (a futex wait for a mutex) wakes after the
-// kernel's latency, which stepping does not stretch, while its own and the other threads' code
-// runs ~1000x slower; a lock thus changes hands through the kernel far more often per
-// instruction in a window than in the program. The samples and windows carry each thread's
-// voluntary context switch count; a coherence miss of a thread that made a system call since its
-// previous access to the line is weighted by (native blocks per instruction) / (traced blocks per
-// instruction), at most 1 (TraceSummary::blocking_scale). Spinning or lock-free sharing makes no
-// system calls and is never weighted.
 // Limits: a reuse longer than a window (in distinct lines) is seen as one window long, so
 // capacity misses of levels larger than a window's footprint (L2, L3) are undercounted; windows
 // are short (~20,000 instructions), so a phase of the program that no window fell in is missed.
@@ -100,20 +92,7 @@ struct TraceSummary {
   // Groups of two or more windows replayed together, and those of them where a thread waited in
   // the replay about as long as a system call it made took (trace times, a call in a window).
   uint64_t together_groups = 0, timed_groups = 0;
-  // How often the traced threads blocked in the kernel (voluntary context switches): per 1,000
-  // stepped instructions in their windows, and per 1,000 instructions outside them (measured
-  // per ns of CPU time between samples, at an assumed kNativeInstructionsPerNs). Stepping slows a
-  // thread's own code ~1000x but not the kernel's wake-ups, so a lock is handed over through the
-  // kernel far more often per instruction in a window than natively; a coherence miss that
-  // follows a system call of its thread is counted with weight `blocking_scale`, the ratio of
-  // the two rates (at most 1). -1 when not measured (no switch counts, or no blocking in the
-  // windows); then every miss counts.
-  double traced_blocks_per_kinstr = -1, native_blocks_per_kinstr = -1, blocking_scale = -1;
 };
-// The native speed assumed to turn blocks per ns of CPU time into blocks per instruction. A
-// lower figure makes the native rate per instruction, and the weight of coherence misses after a
-// blocking call, larger: it errs towards keeping them.
-inline constexpr double kNativeInstructionsPerNs = 0.5;
 TraceSummary trace_summary(const profile::Profile& p);
 // The trace path of estimate() (called by it when uses_traces(p)).
 Status estimate_from_traces(profile::Profile& p, const EstimateKnobs& k);

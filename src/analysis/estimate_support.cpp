@@ -1,6 +1,5 @@
 // What backs a finding of a sampled profile, and how its numbers were obtained (for the report).
 #include <algorithm>
-#include <cstdio>
 #include <set>
 #include <unordered_map>
 
@@ -39,12 +38,6 @@ std::string provenance(const profile::Profile& p, const Finding& f) {
     if (sharing(f)) {
       s += "; threads interleaved access by access";
       if (t.timed_groups) s += ", each paused about as long as its system calls took (wall time)";
-      if (t.blocking_scale >= 0 && t.blocking_scale < 1) {
-        char b[160];
-        std::snprintf(b, sizeof b, ", coherence misses right after a system call weighted %.2g%% (the threads "
-                      "blocked that much less often natively)", t.blocking_scale * 100);
-        s += b;
-      }
       if (t.overlap >= 0) s += ", and they stepped at the same time " + std::to_string(int(t.overlap * 100 + 0.5)) + "% of the traced time";
     }
     return s;

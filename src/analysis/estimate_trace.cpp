@@ -195,100 +195,6 @@ std::vector<uint32_t> replay_order(const Profile& p, const std::vector<uint32_t>
   return order;
 }
 
-// Voluntary context switches (blocks in the kernel) per thread: while stepped, from the windows
-// that counted them, and natively, from consecutive samples of the thread with none of its
-// windows between them. The CPU time between two kept samples is taken as one period, though
-// discarded samples may lie between: that overstates the native rate, erring towards weight 1.
-struct Blocking {
-  uint64_t traced = 0, steps = 0;       // switches in windows, instructions stepped in them
-  uint64_t native = 0, native_ns = 0;   // switches outside windows, CPU ns they came in
-  double per_kinstr_traced() const { return steps ? 1000.0 * double(traced) / double(steps) : -1; }
-  double per_kinstr_native() const {
-    return native_ns ? 1000.0 * double(native) / double(native_ns) / kNativeInstructionsPerNs : -1;
-  }
-  // The weight of a coherence miss after a system call: 1 without evidence either way (no
-  // blocking in the windows, or less than 10 periods of native samples).
-  double scale(uint64_t min_native_ns) const {
-    if (!traced || !steps || native_ns < min_native_ns) return 1;
-    return std::min(1.0, per_kinstr_native() / per_kinstr_traced());
-  }
-};
-constexpr uint64_t kMinNativePeriods = 10;
-// A coherence miss is weighted when its thread made a system call since its previous access to
-// the line, or within its last kNearCall accesses: a hand-over through the kernel bounces the
-// lock's line for a few lock and unlock calls on each side (glibc's mutex paths are 15-60
-// accesses), not only on the first access after the wake-up. On the corpus's mutex programs 87-97 %
-// of the replayed coherence misses fall within 256 accesses of a call; lock-free sharing makes no
-// calls and is never weighted.
-constexpr uint64_t kNearCall = 256;
-
-std::map<uint32_t, Blocking> blocking_by_thread(const Profile& p, uint64_t* min_native_ns) {
-  std::map<uint32_t, Blocking> b;
-  std::map<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>> windows;  // thread -> [start, end)
-  for (const TraceRecord& t : p.traces) {
-    windows[t.thread].push_back({t.start_ns, t.end_ns > t.start_ns ? t.end_ns : UINT64_MAX});
-    if (t.switches) {
-      b[t.thread].traced += t.switches - 1;
-      b[t.thread].steps += t.steps;
-    }
-  }
-  std::map<uint32_t, std::vector<const SampleRecord*>> by_thread;
-  for (const SampleRecord& s : p.samples)
-    if (s.switches) by_thread[s.thread].push_back(&s);
-  for (auto& [thread, v] : by_thread) {
-    std::sort(v.begin(), v.end(), [](auto* x, auto* y) { return x->time_ns < y->time_ns; });
-    const auto& ws = windows[thread];
-    for (size_t i = 1; i < v.size(); ++i) {
-      const uint64_t t0 = v[i - 1]->time_ns, t1 = v[i]->time_ns;
-      if (v[i]->switches < v[i - 1]->switches) continue;
-      if (std::any_of(ws.begin(), ws.end(), [&](auto& w) { return w.first < t1 && w.second > t0; })) continue;
-      b[thread].native += v[i]->switches - v[i - 1]->switches;
-      b[thread].native_ns += v[i]->weight;
-    }
-  }
-  *min_native_ns = kMinNativePeriods * std::max<uint64_t>(1, p.meta.sample_period_ns);
-  return b;
-}
-
-// Which of a group's replayed accesses (in replay order) are L1 coherence misses to weigh:
-// those on lines synchronised through the kernel, i.e. lines at least half of whose coherence
-// misses came after a system call of their thread (since its previous access to the line, or
-// within its last kNearCall accesses), by threads whose blocking the stepping inflated (scale < 1).
-std::vector<bool> kernel_handovers(const Profile& p, const std::vector<uint32_t>& order,
-                                   const std::vector<sim::AccessResult>& res, uint32_t line,
-                                   const std::map<uint32_t, double>& scale) {
-  std::vector<bool> weigh(order.size(), false);
-  std::map<uint32_t, uint32_t> calls;                                // thread -> calls so far
-  std::map<std::pair<uint32_t, uint64_t>, uint32_t> calls_at_line;   // at its previous access
-  std::map<uint32_t, uint64_t> own, last_call;                      // accesses so far, at its latest call
-  std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> votes;  // line -> (near a call, all)
-  std::vector<bool> coherence(order.size(), false);
-  for (size_t k = 0; k < order.size(); ++k) {
-    const TraceAccessRecord& a = p.trace_accesses[order[k]];
-    const uint32_t thread = p.traces[a.window].thread;
-    const uint64_t n = own[thread]++;
-    if (a.marks & kTraceAfterSyscall) calls[thread]++, last_call[thread] = n + 1;
-    uint32_t& before = calls_at_line[{thread, a.addr / line}];
-    const bool near = calls[thread] > before || (last_call[thread] && n + 1 - last_call[thread] < kNearCall);
-    before = calls[thread];
-    const sim::LineResult& lr = res[k].lines[0];
-    if (!lr.levels_reached || (lr.level[0] != sim::Outcome::TrueSharing && lr.level[0] != sim::Outcome::FalseSharing))
-      continue;
-    coherence[k] = true;
-    auto& v = votes[a.addr / line];
-    v.first += near;
-    v.second++;
-  }
-  for (size_t k = 0; k < order.size(); ++k) {
-    if (!coherence[k]) continue;
-    const TraceAccessRecord& a = p.trace_accesses[order[k]];
-    auto sc = scale.find(p.traces[a.window].thread);
-    const auto& v = votes[a.addr / line];
-    weigh[k] = sc != scale.end() && sc->second < 1 && 2 * v.first >= v.second;
-  }
-  return weigh;
-}
-
 }  // namespace
 
 bool uses_traces(const Profile& p) {
@@ -328,19 +234,6 @@ TraceSummary trace_summary(const Profile& p) {
         }
   }
   s.overlap = any ? double(both) / double(any) : -1;
-  // Blocking rates over the threads with evidence on both sides.
-  uint64_t min_ns = 0;
-  Blocking all;
-  for (auto& [thread, b] : blocking_by_thread(p, &min_ns))
-    if (b.traced && b.steps && b.native_ns >= min_ns) {
-      all.traced += b.traced, all.steps += b.steps;
-      all.native += b.native, all.native_ns += b.native_ns;
-    }
-  if (all.traced) {
-    s.traced_blocks_per_kinstr = all.per_kinstr_traced();
-    s.native_blocks_per_kinstr = all.per_kinstr_native();
-    s.blocking_scale = all.scale(min_ns);
-  }
   return s;
 }
 
@@ -409,11 +302,6 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
   uint64_t first_start = UINT64_MAX;
   for (const TraceRecord& t : p.traces) first_start = std::min(first_start, t.start_ns);
   const uint64_t rcd_sets = std::min<uint64_t>(l1_sets, kMaxSetRecords);
-  // Weights of coherence misses after a system call (Blocking), per thread, and each thread's
-  // running credit: a weighted miss counts when the credit reaches one, else it counts as a hit.
-  uint64_t min_native_ns = 0;
-  std::map<uint32_t, double> block_scale, block_credit;
-  for (auto& [thread, b] : blocking_by_thread(p, &min_native_ns)) block_scale[thread] = b.scale(min_native_ns);
   for (const auto& wins : groups.groups) {
     std::map<uint32_t, std::pair<uint64_t, std::unordered_map<uint64_t, uint64_t>>> rcd_state;
     std::map<std::pair<uint64_t, uint32_t>, StepState> step_state;
@@ -473,24 +361,12 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
       for (size_t l = 0; l < nl && l < lr.levels_reached; ++l)
         if (lr.level[l] == sim::Outcome::Conflict) conflicts_inside.insert({p.trace_accesses[order[k]].ip, l});
     }
-    const std::vector<bool> weigh = kernel_handovers(p, order, res, line, block_scale);
     for (size_t k = 0; k < order.size(); ++k) {
       const TraceAccessRecord& a = p.trace_accesses[order[k]];
       const uint32_t thread = p.traces[a.window].thread;
       const bool write = a.flags & kAccessWrite;
       const uint32_t size = std::clamp<uint32_t>(a.size, 1, 4096);
       sim::AccessResult& r = res[k];
-      if (weigh[k]) {  // handed over through the kernel as often only because of the stepping
-        sim::LineResult& lr = r.lines[0];
-        double& credit = block_credit[thread];
-        credit += block_scale[thread];
-        if (credit >= 1) {
-          credit -= 1;
-        } else {
-          lr.level[0] = sim::Outcome::Hit;
-          lr.levels_reached = 1;
-        }
-      }
       if (first[k]) {
         sim::LineResult& lr = r.lines[0];
         for (size_t l = 0; l < nl && l < lr.levels_reached; ++l)

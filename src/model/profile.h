@@ -349,8 +349,7 @@ struct SampleRecord {
   uint8_t level;      // pmu: level index the data came from (0 = L1 hit, levels.size() = memory);
                       // kLevelUnknown in soft mode
   uint32_t weight;    // soft: nanoseconds of task-clock the sample stands for; pmu: latency (cycles)
-  uint32_t switches;  // soft: the thread's voluntary context switches so far (getrusage
-                      // RUSAGE_THREAD) plus one, saturating; 0 = not recorded (pmu, older profiles)
+  uint32_t reserved;
 };
 static_assert(sizeof(SampleRecord) == 48);
 
@@ -402,9 +401,7 @@ struct TraceRecord {
   uint32_t dropped;           // accesses not stored (store full)
   uint32_t end;               // TraceEnd
   uint32_t skipped;           // accesses not recorded: implicit stack slots, the runtime's own code
-  uint32_t switches;          // the thread's voluntary context switches during the window (it
-                              // blocked in a system call) plus one; 0 = not recorded (the window
-                              // did not end in its thread, older profiles)
+  uint32_t reserved;
 };
 static_assert(sizeof(TraceRecord) == 48);
 

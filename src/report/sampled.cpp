@@ -127,16 +127,6 @@ void text_header(std::ostream& out, const profile::Profile& p) {
     if (t.paired_epochs)
       out << "\n  (" << counted(t.paired_epochs, "epoch")
           << " traced one thread each and were replayed in pairs, as if their threads had run at once)";
-    if (t.blocking_scale >= 0 && t.blocking_scale < 1) {
-      char b[320];
-      std::snprintf(b, sizeof b,
-                    "\n  threads blocked in the kernel %.3g times per 1,000 instructions while stepped, ~%.2g "
-                    "natively (samples' switch counts, at an assumed %.1f instructions per ns): coherence "
-                    "misses right after a system call count %.2g%%",
-                    t.traced_blocks_per_kinstr, t.native_blocks_per_kinstr, analysis::kNativeInstructionsPerNs,
-                    t.blocking_scale * 100);
-      out << b;
-    }
     if (!analysis::uses_traces(p))
       out << "\n  (too few traced accesses to count from: a longer run gives more windows; misses modelled from samples)";
     out << "\n";
@@ -210,12 +200,6 @@ void json_sampling(JsonWriter& w, const profile::Profile& p) {
     w.field("steps", t.steps).field("accesses", t.accesses).field("threads", t.threads);
     if (t.overlap >= 0) w.field("overlap", t.overlap);
     w.field("paired_epochs", t.paired_epochs);
-    if (t.blocking_scale >= 0) {
-      w.key("blocking").begin_object().field("traced_per_kinstr", t.traced_blocks_per_kinstr);
-      w.field("native_per_kinstr", t.native_blocks_per_kinstr).field("scale", t.blocking_scale);
-      w.field("how", "voluntary context switches: counted in windows; natively from samples, modelled per "
-                     "instruction at an assumed native speed").end_object();
-    }
     w.field("counts_from_traces", analysis::uses_traces(p)).end_object();
   }
   w.field("unit", analysis::uses_traces(p) ? "traced accesses" : "samples");

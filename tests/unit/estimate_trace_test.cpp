@@ -186,61 +186,6 @@ TEST(EstimateTrace, AThreadBlockedInASystemCallWaitsInTheReplay) {
   expect_top(c, Kind::TrueSharing, Origin::Application);
 }
 
-// Two threads take one word in turns through the kernel: every fifth access follows a system
-// call (a futex wake-up), and the windows counted a voluntary context switch per five stepped
-// instructions. How often the threads blocked natively (the samples' switch counts, 2 ms of CPU
-// time apart) decides how much of that traffic the program has: blocking a million times less
-// often natively, the hand-overs were the stepping's doing and nothing is reported; blocking as
-// often, the word's true sharing stands. Sharing without system calls (atomics, spinning) is never
-// weighted, however rarely the threads blocked natively.
-TEST(EstimateTrace, HandOversThroughTheKernelCountAtTheNativeBlockingRate) {
-  const testing::Workload w = testing::sharing_global(false, true);
-  auto make = [&](bool calls, uint32_t native_per_sample) {
-    profile::Profile p = testing::traced_profile(w, TraceConfig{});
-    for (profile::TraceRecord& t : p.traces) t.switches = 1 + t.steps / 5;
-    std::map<uint32_t, uint64_t> seen;
-    for (profile::TraceAccessRecord& a : p.trace_accesses)
-      if (uint64_t k = seen[a.window]++; calls && k % 5 == 0) a.marks = profile::kTraceAfterSyscall;
-    p.meta.sample_period_ns = 2000000;
-    std::map<uint32_t, uint64_t> so_far;
-    for (profile::SampleRecord& s : p.samples) {
-      s.weight = 2000000;
-      s.switches = uint32_t(1 + std::min<uint64_t>(so_far[s.thread] += native_per_sample, UINT32_MAX - 1));
-    }
-    return p;
-  };
-  auto run = [](profile::Profile p, TraceSummary* s) {
-    Status st = estimate(p);
-    EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error());
-    *s = trace_summary(p);
-    return std::make_pair(l1_kind(p, 4) + l1_kind(p, 5), analyze(p));
-  };
-  TraceSummary s;
-  auto [rare, a] = run(make(true, 1), &s);
-  EXPECT_NEAR(s.traced_blocks_per_kinstr, 200, 1);
-  EXPECT_LT(s.native_blocks_per_kinstr, 0.01);
-  EXPECT_LT(s.blocking_scale, 1e-4);
-  EXPECT_LE(rare, 10u);
-  expect_none(a);
-
-  auto [often, b] = run(make(true, 1000000), &s);
-  EXPECT_EQ(s.blocking_scale, 1.0);
-  EXPECT_GE(often, 10000u);
-  expect_top(b, Kind::TrueSharing, Origin::Application);
-
-  auto [spinning, c] = run(make(false, 1), &s);
-  EXPECT_LT(s.blocking_scale, 1e-4);  // the threads' rates are the same; no miss follows a call
-  EXPECT_GE(spinning, 10000u);
-  expect_top(c, Kind::TrueSharing, Origin::Application);
-
-  profile::Profile old = make(true, 1);
-  for (profile::SampleRecord& x : old.samples) x.switches = 0;  // an older profile: no counts
-  auto [unknown, d] = run(old, &s);
-  EXPECT_LT(s.blocking_scale, 0);
-  EXPECT_GE(unknown, 10000u);
-  expect_top(d, Kind::TrueSharing, Origin::Application);
-}
-
 TEST(EstimateTrace, ThreadsTracedInSeparateEpochsAreReplayedInPairs) {
   // A busy machine runs one thread per epoch: each epoch that traced one thread is replayed with
   // the next one that traced the other, so the sharing pattern is still found (and the summary

@@ -121,34 +121,6 @@ TEST_F(SoftTrace, TheAccessAfterASystemCallIsMarked) {
   EXPECT_GE(after, 50u);
 }
 
-// a[0] = i; a raw nanosleep of 1 us (it blocks: a voluntary context switch).
-__attribute__((noinline)) void store_and_sleep(volatile uint64_t* a, int n) {
-  static const timespec kMicro = {0, 1000};
-  for (int i = 0; i < n; ++i) {
-    a[0] = uint64_t(i);
-    long r;
-    asm volatile("syscall" : "=a"(r) : "a"(long(SYS_nanosleep)), "D"(&kMicro), "S"(nullptr) : "rcx", "r11", "memory");
-  }
-}
-
-// A window counts the times its thread blocked in the kernel while stepped (the analysis weighs
-// hand-overs through the kernel by how much more often that was than natively).
-TEST_F(SoftTrace, AWindowCountsTheTimesItsThreadBlocked) {
-  const uint32_t before = trace::switches_plus_one();
-  ASSERT_GT(before, 0u);
-  static volatile uint64_t a[1];
-  ASSERT_TRUE(start(3000));
-  int sleeps = 0;
-  for (; trace::tracing() && sleeps < 100000; sleeps += 10) store_and_sleep(a, 10);
-  const std::vector<profile::TraceRecord> w = windows();
-  ASSERT_EQ(w.size(), 1u);
-  EXPECT_EQ(w[0].end, uint32_t(profile::TraceEnd::Done));
-  // Each iteration is a few instructions, so the 3,000 steps went through well over 100 sleeps.
-  EXPECT_GE(w[0].switches, 1u + 100u);
-  EXPECT_LE(w[0].switches, 1u + uint32_t(sleeps));
-  EXPECT_GE(trace::switches_plus_one(), before + w[0].switches - 1);
-}
-
 TEST_F(SoftTrace, RecordsEveryStoreOfALoopInProgramOrder) {
   static volatile uint64_t a[256];
   ASSERT_TRUE(start(4000));

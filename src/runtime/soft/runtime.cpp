@@ -149,7 +149,6 @@ void take_sample(ThreadState* t, ucontext_t* uc, const soft::RegisterView& rv) {
         r.flags = ma.ops[0].flags;
         r.level = profile::kLevelUnknown;
         r.weight = g.period_ns > UINT32_MAX ? UINT32_MAX : uint32_t(g.period_ns);
-        r.switches = soft::trace::switches_plus_one();
         r.thread = t->index;
         r.object = object_of(r.addr);
         if (!g.store.append(t->cursor, r)) {

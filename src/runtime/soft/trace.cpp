@@ -8,7 +8,6 @@
 
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,8 +31,6 @@ constexpr uint32_t kChunk = 2048;
 struct Window {
   uint64_t start_ns;
   uint64_t start_cpu_ns;  // the thread's CPU time when it started
-  uint32_t start_switches;  // switches_plus_one() when it started
-  std::atomic<uint32_t> switches;  // TraceRecord::switches, set when it ends in its thread
   std::atomic<uint64_t> end_ns;
   uint32_t thread, epoch;
   std::atomic<uint32_t> steps, dropped, skipped, end;
@@ -126,20 +123,6 @@ uint64_t now_ns() {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-}  // namespace
-
-uint32_t switches_plus_one() {
-  const int saved = errno;
-  struct rusage ru;
-  uint32_t v = 0;
-  if (syscall(SYS_getrusage, RUSAGE_THREAD, &ru) == 0 && ru.ru_nvcsw >= 0)
-    v = ru.ru_nvcsw >= long(UINT32_MAX) ? UINT32_MAX : uint32_t(ru.ru_nvcsw) + 1;
-  errno = saved;
-  return v;
-}
-
-namespace {
-
 uint64_t thread_cpu_ns() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -169,8 +152,6 @@ bool append(const profile::TraceAccessRecord& r, uint64_t at_ns) {
 void end_window(Window& w, profile::TraceEnd why, ucontext_t* uc) {
   uc->uc_mcontext.gregs[REG_EFL] &= ~kTrapFlag;
   const uint64_t end = now_ns();
-  if (const uint32_t sw = switches_plus_one(); sw && w.start_switches && sw >= w.start_switches)
-    w.switches.store(sw - w.start_switches + 1, std::memory_order_relaxed);
   w.end.store(uint32_t(why), std::memory_order_relaxed);
   w.end_ns.store(end, std::memory_order_release);
   stepping_add(w.epoch, -1);
@@ -463,8 +444,6 @@ bool start_here(ucontext_t* uc, uint32_t thread_index, uint64_t fs_base, uint64_
   Window& w = s.windows[idx];
   w.start_ns = now;
   w.start_cpu_ns = thread_cpu_ns();
-  w.start_switches = switches_plus_one();
-  w.switches.store(0, std::memory_order_relaxed);
   w.thread = thread_index;
   w.epoch = e;
   w.steps.store(1, std::memory_order_relaxed);
@@ -588,7 +567,6 @@ size_t export_windows(profile::TraceRecord* out, size_t max) {
     r.dropped = w.dropped.load(std::memory_order_relaxed);
     r.end = w.end.load(std::memory_order_relaxed);
     r.skipped = w.skipped.load(std::memory_order_relaxed);
-    r.switches = w.switches.load(std::memory_order_relaxed);
   }
   return n;
 }

@@ -92,12 +92,6 @@ int init(const Config& c, ObjectLookup lookup, uint64_t own_lo, uint64_t own_hi)
 // not yet, by recording the instruction at the context's rip and setting TF in `uc`. Returns
 // true if a window started. Async-signal-safe.
 bool start_here(ucontext_t* uc, uint32_t thread_index, uint64_t fs_base, uint64_t gs_base);
-// The calling thread's voluntary context switches so far (times it blocked in the kernel:
-// getrusage(RUSAGE_THREAD)), plus one, saturating at UINT32_MAX; 0 when the call fails. One raw
-// system call, async-signal-safe, errno preserved. The samples and windows carry it so that the
-// analysis can compare how often threads blocked natively with how often they did while stepped
-// (profile::SampleRecord::switches, TraceRecord::switches).
-uint32_t switches_plus_one();
 // Whether the calling thread is inside a window (its samples then measure the stepping).
 bool tracing();
 // From the task-clock handler: a thread inside a window whose interrupted context has no TF
