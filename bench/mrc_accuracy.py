@@ -102,17 +102,17 @@ def main():
           + (f"; WHYMISS_MRC_HALF: {', '.join(halves)}" if halves else "") + "\n")
     base = dict(os.environ, WHYMISS_MRC=a.mrc) if a.mrc else dict(os.environ)
     # The curves checked: the default runtime's, or one per WHYMISS_MRC_HALF value.
-    curves = [(f"half={h}", dict(base, WHYMISS_MRC_HALF=h)) for h in halves] if a.curve == "half" and halves \
-        else [("", base)]
-    # The configurations timed against WHYMISS_MRC=0: the default, then one per WHYMISS_MRC_HALF value.
-    timed = [("on", base)] + [(f"half={h}", dict(base, WHYMISS_MRC_HALF=h)) for h in halves]
+    curves = [(f"half={h}", dict(base, WHYMISS_MRC_HALF=h)) for h in halves if h != "0"] \
+        if a.curve == "half" and halves else [("", base)]
+    # The configurations timed against WHYMISS_MRC=0: the default, or one per WHYMISS_MRC_HALF value.
+    timed = [(f"half={h}", dict(base, WHYMISS_MRC_HALF=h)) for h in halves] or [("on", base)]
     head = "| program |"
     for label, _ in curves:
         sfx = f" ({label})" if label else ""
         head += f" curve{sfx} | mean abs error{sfx} | max abs error{sfx} |"
     for label, _ in timed:
         head += f" CPU time, {'tracker on' if label == 'on' else label} / off |"
-    head += " wall time, on / off |"
+    head += f" wall time, {'on' if timed[0][0] == 'on' else timed[0][0]} / off |"
     print(head)
     print("|---|" + "---|---:|---:|" * len(curves) + "---:|" * len(timed) + "---:|")
     all_err = [[] for _ in curves]
