@@ -4,7 +4,8 @@ pick, e.g. the differential corpus's exact builds): CPU time (user + system of `
 and the program, from the children's rusage) of `whymiss record --mode exact --cache CACHE`
 with each WHYMISS_MRC_HALF value given and with the tracker off (WHYMISS_MRC=0), interleaved
 (every configuration of every program, then the next round), --rounds times, medians.
-Prints one markdown row per program and the geometric mean of each configuration's ratio.
+Prints one markdown row per program, the geometric mean of each configuration's ratio and the
+ratio of the sums of medians (as bench/mrc_accuracy.py reports it).
 
   bench/mrc_cost.py [--build build] [--rounds 3] [--half all,sampled,0] [--cache SPEC] PROGRAM...
 """
@@ -64,7 +65,10 @@ def main():
             logs[c].append(math.log(on / off))
             row += f" {on:.2f} / {off:.2f} s = {on / off:.2f} |"
         print(row, flush=True)
+    off_sum = sum(statistics.median(times[(p, "off")]) for p in a.programs)
     print("\ngeometric mean: " + ", ".join(f"{c} {math.exp(statistics.mean(v)):.3f}" for c, v in logs.items())
+          + "; over all programs (sum of medians): "
+          + ", ".join(f"{c} {sum(statistics.median(times[(p, c)]) for p in a.programs) / off_sum:.3f}" for c in names)
           + f"; load after {os.getloadavg()[0]:.2f}")
 
 
