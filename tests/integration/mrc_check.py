@@ -10,8 +10,8 @@ With --half, the curve checked is the one at half the simulated line (in "mrc_ot
 recorded with WHYMISS_MRC_HALF set to that word, against direct runs with lines of that size. With
 "all" it must be counted and agree to 0.001, as the main curve; with "sampled" (one line in 16) it
 must say so and keep within the error bench/README.md states for it on smooth curves: mean 0.03,
-each point 0.10 (measured: at most 0.006 on pointer_chase and random_lookup; at a cliff a sampled
-curve can err by 0.36, as the hash picks lines on either side of it, so the sampled check is run
+each point 0.10 (measured: under 0.007 on pointer_chase and random_lookup; at a cliff a sampled
+curve can err by 0.40, as the hash picks lines on either side of it, so the sampled check is run
 on a smooth curve). Either way the simulated line's curve stays counted and exact."""
 import json
 import os

@@ -274,9 +274,9 @@ __attribute__((noinline)) void half_plain(uint64_t half) { track_program(2, half
 
 constinit HalfWatch g_half;
 // Sampled by default: with every half line followed the tracker cost 24-35 % of exact mode's CPU
-// time over bench/mrc_accuracy.py's programs (three runs; 12-16 % without the half line), past the
-// 25 % target; with one half line in 16, 18-19 %, erring by up to 0.006 on smooth curves and 0.36
-// at cliffs (bench/README.md). WHYMISS_MRC_HALF=all gives the exact curve.
+// time over bench/mrc_accuracy.py's programs (four runs; 12-18 % without the half line), past the
+// 25 % target; with one half line in 16, 17-23 %, erring by less than 0.007 on smooth curves and
+// up to 0.40 at cliffs (bench/README.md). WHYMISS_MRC_HALF=all gives the exact curve.
 const char* const kHalfDefault = "sampled";
 
 void half_knob(const char* env, Knobs* k) noexcept {
