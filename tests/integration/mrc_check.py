@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""mrc_check.py [--half all|sampled] WHYMISS PROGRAM SIZE...: exact mode's miss-ratio curve against
+"""mrc_check.py [--half all|sampled | --double] WHYMISS PROGRAM SIZE...: exact mode's miss-ratio curve against
 a direct simulation. Records PROGRAM once with the default cache and reads the JSON report's "mrc"
 (fully-associative LRU, from reuse distances); then, for each SIZE, records it with a single
 fully-associative L1 of that size and compares that run's L1 miss ratio with the curve's point.
@@ -12,7 +12,8 @@ recorded with WHYMISS_MRC_HALF set to that word, against direct runs with lines 
 must say so and keep within the error bench/README.md states for it on smooth curves: mean 0.03,
 each point 0.10 (measured: under 0.007 on pointer_chase and random_lookup; at a cliff a sampled
 curve can err by 0.40, as the hash picks lines on either side of it, so the sampled check is run
-on a smooth curve). Either way the simulated line's curve stays counted and exact."""
+on a smooth curve). With --double, the curve checked is the one at twice the line, counted, to
+0.001. Either way the simulated line's curve stays counted and exact."""
 import json
 import os
 import sys
@@ -38,9 +39,11 @@ def miss_ratio_run(whymiss, prog, tmp, cache):
 
 def main():
     argv = sys.argv[1:]
-    half = None
+    half, double = None, False
     if argv and argv[0] == "--half":
         half, argv = argv[1], argv[2:]
+    elif argv and argv[0] == "--double":
+        double, argv = True, argv[1:]
     whymiss, prog, sizes = argv[0], argv[1], [int(s) for s in argv[2:]]
     with tempfile.TemporaryDirectory() as tmp:
         prof, rep = os.path.join(tmp, "p.data"), os.path.join(tmp, "r.json")
@@ -56,6 +59,12 @@ def main():
         if not mrc or mrc.get("how") != "counted" or mrc.get("rate") != 1 or mrc.get("dropped") != 0:
             print("FAIL: no counted mrc in the report:", mrc and {k: mrc.get(k) for k in ("how", "rate", "dropped")})
             return 1
+        if double:
+            main_line = mrc["line"]
+            mrc = next((m for m in doc.get("mrc_other_lines", []) if m["line"] == 2 * main_line), None)
+            if not mrc or mrc.get("how") != "counted":
+                print(f"FAIL: no counted curve at {2 * main_line}-byte lines:", mrc and mrc.get("how"))
+                return 1
         if half:
             main_line = mrc["line"]
             mrc = next((m for m in doc.get("mrc_other_lines", []) if m["line"] == main_line // 2), None)
