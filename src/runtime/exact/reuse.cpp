@@ -387,6 +387,13 @@ size_t info_count() noexcept { return g.on ? g.nstacks : 0; }
 
 size_t export_info(profile::ReuseInfoRecord* out, size_t max) noexcept {
   if (!g.on) return 0;
+  // As export_records: never wait for long for a thread that may still hold the lock.
+  bool locked = false;
+  for (int i = 0; i < 100000 && !(locked = g.lock.try_lock()); ++i) __builtin_ia32_pause();
+  if (!locked) return 0;
+  struct Unlock {
+    ~Unlock() { g.lock.unlock(); }
+  } unlock;
   const unsigned shifts[3] = {g.line_shift, g.line_shift + 1, g.line_shift - 1};
   size_t n = 0;
   for (unsigned i = 0; i < g.nstacks && n < max; ++i, ++n) {
