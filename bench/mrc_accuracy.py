@@ -12,6 +12,13 @@ other work on the machine) and of wall time. The CPU ratio minus one is the curv
 exact mode's time.
 
   bench/mrc_accuracy.py [--build build] [--reps 5] [--sizes 2K,4K,...] [--mrc all|sampled]
+                        [--curve main|half] [--half all,sampled,0]
+
+--curve half checks the curve at half the simulated line (JSON mrc_other_lines) against direct
+runs with lines of that size (`--cache L1=SIZE:SIZE/32:32` at 64-byte lines), once per
+WHYMISS_MRC_HALF value given with --half; --half also adds a CPU-time column per value (the whole
+tracker with that half-line stack, against WHYMISS_MRC=0), so that the half-line stack's own cost
+is the difference between the columns "half=all" (or "sampled") and "half=0".
 
 Prints the machine, one markdown table, the overall mean absolute error, and the cost over all
 programs (sum of the CPU-time medians with / without).
@@ -63,51 +70,101 @@ def record(whymiss, prog, args, tmp, cache=None, env=None):
     return json.load(open(rep)), (cpu, dt)
 
 
+def curve_of(rep, which):
+    """The report's curve: the simulated line's ("main"), or the one at half its line ("half")."""
+    mrc = rep.get("mrc")
+    if which == "main" or not mrc:
+        return mrc
+    return next((m for m in rep.get("mrc_other_lines", []) if m["line"] == mrc["line"] // 2), None)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--sizes", default="2K,4K,8K,16K,32K,64K,96K,128K")
     ap.add_argument("--mrc", default="", help="WHYMISS_MRC for the curve runs (default: the runtime's)")
+    ap.add_argument("--curve", choices=["main", "half"], default="main",
+                    help="the curve checked: the simulated line's, or the one at half the line "
+                         "(against direct runs with lines of that size)")
+    ap.add_argument("--half", default="",
+                    help="comma-separated WHYMISS_MRC_HALF values: with --curve half, the accuracy "
+                         "of each; in any case, the cost of each as an extra column")
     a = ap.parse_args()
     whymiss = os.path.join(a.build, "bin", "whymiss")
     sizes = [size_of(s) for s in a.sizes.split(",")]
+    halves = [h for h in a.half.split(",") if h]
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     print(f"machine: {cpu}, {os.cpu_count()} vCPUs, {platform.release()}; commit {commit}, "
           f"{time.strftime('%Y-%m-%d')}; load before {os.getloadavg()[0]:.2f}")
-    print(f"sizes: {', '.join(str(s >> 10) + 'K' for s in sizes)}\n")
-    print("| program | curve | mean abs error | max abs error | CPU time, tracker on / off | wall time, on / off |")
-    print("|---|---|---:|---:|---:|---:|")
-    all_err, cpu_on, cpu_off = [], 0.0, 0.0
+    print(f"sizes: {', '.join(str(s >> 10) + 'K' for s in sizes)}; curve: {a.curve}"
+          + (f"; WHYMISS_MRC_HALF: {', '.join(halves)}" if halves else "") + "\n")
+    base = dict(os.environ, WHYMISS_MRC=a.mrc) if a.mrc else dict(os.environ)
+    # The curves checked: the default runtime's, or one per WHYMISS_MRC_HALF value.
+    curves = [(f"half={h}", dict(base, WHYMISS_MRC_HALF=h)) for h in halves if h != "0"] \
+        if a.curve == "half" and halves else [("", base)]
+    # The configurations timed against WHYMISS_MRC=0: the default, or one per WHYMISS_MRC_HALF value.
+    timed = [(f"half={h}", dict(base, WHYMISS_MRC_HALF=h)) for h in halves] or [("on", base)]
+    head = "| program |"
+    for label, _ in curves:
+        sfx = f" ({label})" if label else ""
+        head += f" curve{sfx} | mean abs error{sfx} | max abs error{sfx} |"
+    for label, _ in timed:
+        head += f" CPU time, {'tracker on' if label == 'on' else label} / off |"
+    head += f" wall time, {'on' if timed[0][0] == 'on' else timed[0][0]} / off |"
+    print(head)
+    print("|---|" + "---|---:|---:|" * len(curves) + "---:|" * len(timed) + "---:|")
+    all_err = [[] for _ in curves]
+    cpu_sum = [0.0 for _ in timed]
+    cpu_off_sum = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         for rel, args in PROGRAMS:
             prog = os.path.join(a.build, rel)
-            env_on = dict(os.environ, WHYMISS_MRC=a.mrc) if a.mrc else None
-            rep, _ = record(whymiss, prog, args, tmp, env=env_on)
-            mrc = rep["mrc"]
-            points = {p["size"]: p["miss_ratio"] for p in mrc["points"]}
-            errs = []
+            found = []
+            for _, env in curves:
+                rep, _ = record(whymiss, prog, args, tmp, env=env)
+                m = curve_of(rep, a.curve)
+                if m is None:
+                    sys.exit(f"{rel}: the report has no {a.curve} curve")
+                found.append(m)
+            line = found[0]["line"]
+            direct = []
             for s in sizes:
-                direct, _ = record(whymiss, prog, args, tmp, cache=f"L1={s}:{s // mrc['line']}:{mrc['line']}")
-                lv = direct["totals"]["levels"][0]
-                errs.append(abs(lv["misses"] / lv["accesses"] - points[s]))
-            all_err += errs
-            on, off = [], []
+                d, _ = record(whymiss, prog, args, tmp, cache=f"L1={s}:{s // line}:{line}")
+                lv = d["totals"]["levels"][0]
+                direct.append(lv["misses"] / lv["accesses"])
+            row = f"| {os.path.basename(prog)} |"
+            for i, m in enumerate(found):
+                points = {p["size"]: p["miss_ratio"] for p in m["points"]}
+                errs = [abs(direct[k] - points[s]) for k, s in enumerate(sizes)]
+                all_err[i] += errs
+                row += f" {m['how']} | {statistics.mean(errs):.5f} | {max(errs):.5f} |"
+            runs = [[] for _ in timed]
+            off = []
             env_off = dict(os.environ, WHYMISS_MRC="0")
-            for _ in range(a.reps):
-                on.append(record(whymiss, prog, args, tmp, env=env_on)[1])
+            for _ in range(a.reps):  # interleaved
+                for k, (_, env) in enumerate(timed):
+                    runs[k].append(record(whymiss, prog, args, tmp, env=env)[1])
                 off.append(record(whymiss, prog, args, tmp, env=env_off)[1])
-            con, coff = statistics.median(c for c, _ in on), statistics.median(c for c, _ in off)
-            won, woff = statistics.median(w for _, w in on), statistics.median(w for _, w in off)
-            cpu_on += con
-            cpu_off += coff
-            print(f"| {os.path.basename(prog)} | {mrc['how']} | {statistics.mean(errs):.5f} | {max(errs):.5f} | "
-                  f"{con:.2f} s / {coff:.2f} s = {con / coff:.2f} | {won:.2f} s / {woff:.2f} s = {won / woff:.2f} |",
-                  flush=True)
-    print(f"\noverall mean absolute error: {statistics.mean(all_err):.5f} over {len(all_err)} points; "
-          f"CPU time over all programs {cpu_on:.2f} s / {cpu_off:.2f} s = {cpu_on / cpu_off:.3f}; "
-          f"load after {os.getloadavg()[0]:.2f}")
+            coff = statistics.median(c for c, _ in off)
+            woff = statistics.median(w for _, w in off)
+            cpu_off_sum += coff
+            for k, r in enumerate(runs):
+                con = statistics.median(c for c, _ in r)
+                cpu_sum[k] += con
+                row += f" {con:.2f} s / {coff:.2f} s = {con / coff:.2f} |"
+            won = statistics.median(w for _, w in runs[0])
+            row += f" {won:.2f} s / {woff:.2f} s = {won / woff:.2f} |"
+            print(row, flush=True)
+    for (label, _), errs in zip(curves, all_err):
+        print(f"\noverall mean absolute error{' (' + label + ')' if label else ''}: {statistics.mean(errs):.5f} "
+              f"over {len(errs)} points; max {max(errs):.5f}", end="")
+    print()
+    for (label, _), c in zip(timed, cpu_sum):
+        print(f"CPU time over all programs, {'tracker on' if label == 'on' else label}: "
+              f"{c:.2f} s / {cpu_off_sum:.2f} s = {c / cpu_off_sum:.3f}")
+    print(f"load after {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -7,13 +7,26 @@
 namespace whymiss::analysis {
 namespace {
 
-std::string how_of(double rate, const profile::Profile& p) {
-  std::string how = "counted";
+// The tracker's account of a line size (older profiles have none: nothing dropped).
+uint64_t dropped_at(const profile::Profile& p, uint32_t line_bytes) {
+  for (const auto& i : p.reuse_info)
+    if (i.line_bytes == line_bytes) return i.dropped;
+  return 0;
+}
+
+std::string how_of(double rate, uint64_t dropped, const profile::Profile& p) {
+  std::string how;
+  char b[96];
   if (rate < 1) {
-    char b[64];
     std::snprintf(b, sizeof b, "sampled (%.3g %% of lines followed)", 100 * rate);
     how = b;
   }
+  if (dropped > 0) {
+    std::snprintf(b, sizeof b, "partial (%llu accesses not followed, counted as hits)",
+                  static_cast<unsigned long long>(dropped));
+    how += how.empty() ? b : std::string("; ") + b;
+  }
+  if (how.empty()) how = "counted";
   // A thread's repeat of its own previous line skips the tracker and counts as distance 0, even
   // when other threads used lines in between: with several threads the curve is approximate.
   if (p.threads.size() > 1) how += "; threads' accesses merged into one stream, approximate";
@@ -54,11 +67,24 @@ std::optional<Mrc> program_mrc(const profile::Profile& p, uint32_t line_bytes) {
     Mrc m;
     m.line = line_bytes;
     m.rate = r.rate;
-    m.how = how_of(r.rate, p);
+    m.dropped = dropped_at(p, line_bytes);
+    m.how = how_of(r.rate, m.dropped, p);
     for (uint64_t s : mrc_sizes(p)) m.points.push_back({s, miss_ratio_at(r, p.meta.accesses, s)});
     return m;
   }
   return std::nullopt;
+}
+
+std::vector<uint32_t> other_mrc_lines(const profile::Profile& p) {
+  std::vector<uint32_t> v;
+  const uint32_t line = p.geometry.line();
+  for (uint32_t l : {2 * line, line / 2})
+    for (const auto& r : p.reuse)
+      if (r.scope == profile::kReuseProgram && r.line_bytes == l) {
+        v.push_back(l);
+        break;
+      }
+  return v;
 }
 
 std::optional<Mrc> instructions_mrc(const profile::Profile& p, const std::vector<uint64_t>& ips_in) {
@@ -87,7 +113,8 @@ std::optional<Mrc> instructions_mrc(const profile::Profile& p, const std::vector
   Mrc m;
   m.line = sum.line_bytes;
   m.rate = sum.rate;
-  m.how = how_of(sum.rate, p);
+  m.dropped = dropped_at(p, sum.line_bytes);
+  m.how = how_of(sum.rate, m.dropped, p);
   for (uint64_t s : mrc_sizes(p)) m.points.push_back({s, miss_ratio_at(sum, total, s)});
   return m;
 }

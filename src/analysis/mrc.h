@@ -1,6 +1,6 @@
 // Miss-ratio curves from exact mode's reuse-distance histograms (profile::ReuseRecord): the miss
 // ratio a fully-associative LRU cache of each size would have had on the run's accesses, for the
-// program (at the simulated line size and twice it) and for groups of instructions. One run
+// program (at the simulated line size, twice it and half it) and for groups of instructions. One run
 // answers "what if the cache were smaller or larger" without re-running (StatCache's question,
 // answered here from exact distances).
 //
@@ -27,7 +27,12 @@ struct MrcPoint {
 struct Mrc {
   uint32_t line = 0;  // bytes
   double rate = 1;    // share of lines followed (1: every line, distances counted exactly)
-  std::string how;    // "counted", or "sampled (R % of lines)"
+  // Accesses the tracker could not follow (profile::ReuseInfoRecord; 0 when the profile does not
+  // say): they count as hits, so the curve is a lower bound, "partial".
+  uint64_t dropped = 0;
+  // "counted" (every line, nothing dropped), "sampled (R % of lines followed)", or
+  // "partial (N accesses not followed, counted as hits)"; sampled and partial may come together.
+  std::string how;
   std::vector<MrcPoint> points;
 };
 
@@ -36,11 +41,15 @@ struct Mrc {
 std::vector<uint64_t> mrc_sizes(const profile::Profile& p);
 
 // The program's curve at `line_bytes` (0: the simulated line size); nullopt when the profile has
-// no histogram for it (older profiles, sampled modes, WHYMISS_MRC=0).
+// no histogram for it (older profiles, sampled modes, WHYMISS_MRC=0, WHYMISS_MRC_HALF=0).
 std::optional<Mrc> program_mrc(const profile::Profile& p, uint32_t line_bytes = 0);
 // The curve of these instructions together (their accesses from the instruction records);
 // nullopt unless every one of them has a histogram (the tracker keeps a bounded number).
 std::optional<Mrc> instructions_mrc(const profile::Profile& p, const std::vector<uint64_t>& ips);
+
+// The line sizes the program has curves for other than the simulated one, in the order the
+// report lists them (twice it, then half it).
+std::vector<uint32_t> other_mrc_lines(const profile::Profile& p);
 
 // The miss ratio at `size_bytes` of a histogram whose accesses number `accesses` in all.
 double miss_ratio_at(const profile::ReuseRecord& r, uint64_t accesses, uint64_t size_bytes);

@@ -291,6 +291,7 @@ int with_sections(const Profile& p, Fn fn) {
       {Section::ObjectUseInfo, sizeof(ObjectUseInfoRecord), p.object_use_info.size(), p.object_use_info.data()},
       {Section::ObjectUse, sizeof(ObjectUseRecord), p.object_use.size(), p.object_use.data()},
       {Section::TraceTimes, sizeof(uint64_t), p.trace_times.size(), p.trace_times.data()},
+      {Section::ReuseInfo, sizeof(ReuseInfoRecord), p.reuse_info.size(), p.reuse_info.data()},
   };
   // The sections from CpuSampling on (the later additions) only up to the last that has
   // records, and the flow and working-set sections only when there are any: a profile without
@@ -425,6 +426,7 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
       case Section::ObjectUseInfo: ok = take(data, s, &p.object_use_info); break;
       case Section::ObjectUse: ok = take(data, s, &p.object_use); break;
       case Section::TraceTimes: ok = take(data, s, &p.trace_times); break;
+      case Section::ReuseInfo: ok = take(data, s, &p.reuse_info); break;
       default: break;  // unknown sections of the same version are skipped
     }
     if (!ok) return bad("section " + std::to_string(i) + " has records of an unexpected size");
@@ -466,6 +468,10 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
     for (double b : r.buckets) ok = ok && std::isfinite(b) && b >= 0;
     if (!ok) return bad("a reuse-distance histogram holds impossible values");
   }
+  for (const auto& r : p.reuse_info)
+    if (r.how > kReuseSampledBound || r.line_bytes < 4 || (r.line_bytes & (r.line_bytes - 1)) != 0 ||
+        !std::isfinite(r.rate) || r.rate <= 0 || r.rate > 1)
+      return bad("the reuse tracker's description holds impossible values");
   for (const auto& c : p.set_counts)
     if (c.level >= levels.size() || c.set >= kMaxSetRecords)
       return bad("a set count names a missing level or an impossible set");

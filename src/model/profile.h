@@ -92,6 +92,10 @@ enum class Section : uint32_t {
   // TraceAccessRecord, same order), so threads that stepped at once replay in the order they
   // ran. Readers of older builds skip it; profiles without it replay round-robin.
   TraceTimes,
+  // Exact mode's reuse tracker, one record per line size it followed (ReuseInfoRecord): how each
+  // Reuse histogram was obtained (rate, accesses it could not follow). Readers of older builds
+  // skip it; without it a histogram's own `rate` is all that is known.
+  ReuseInfo,
 };
 
 struct FileHeader {
@@ -234,6 +238,22 @@ struct ReuseRecord {
   double buckets[kReuseBuckets];
 };
 static_assert(sizeof(ReuseRecord) == 40 + 8 * kReuseBuckets);
+
+// How the tracker followed one line size (Section::ReuseInfo; the program's ReuseRecord of the
+// same line_bytes holds its distances). `dropped` accesses are in no histogram: their lines lay
+// beyond the shadow's reach or no memory could be had for it, so a curve with dropped > 0 counts
+// them as hits (it is partial). `how`: every line followed from the start, sampled from the
+// start because a knob asked (WHYMISS_MRC*=sampled), or every line until the bound, then
+// sampled (the rate halving until the lines fit).
+inline constexpr uint32_t kReuseEveryLine = 0, kReuseSampledAsked = 1, kReuseSampledBound = 2;
+struct ReuseInfoRecord {
+  uint32_t line_bytes;
+  uint32_t how;      // kReuse{EveryLine,SampledAsked,SampledBound}
+  double rate;       // share of lines followed at the end (1: every line)
+  uint64_t dropped;  // accesses to lines it could not follow
+  uint64_t lines;    // lines followed at the end
+};
+static_assert(sizeof(ReuseInfoRecord) == 32);
 
 // One set of one level: its accesses by outcome (hit, then the miss kinds), summed over cores.
 // A level with more than kMaxSetRecords sets is folded: `set` is the index modulo that (the
@@ -564,6 +584,7 @@ struct Profile {
   std::vector<uint64_t> trace_times;  // empty, or one per trace_accesses entry (Section::TraceTimes)
   std::vector<StepRecord> steps;
   std::vector<ReuseRecord> reuse;
+  std::vector<ReuseInfoRecord> reuse_info;  // empty in profiles of older builds
   std::vector<SetCountRecord> set_counts;
   std::vector<RcdRecord> rcd;
   // Exact mode's spatial use (empty in older profiles, other modes, WHYMISS_SPATIAL=0).

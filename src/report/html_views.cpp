@@ -68,16 +68,18 @@ void miss_ratio_curve(Page& page, const profile::Profile& p, const analysis::Ana
   std::vector<analysis::Mrc> curves;
   if (auto m = analysis::program_mrc(p)) curves.push_back(*m);
   if (curves.empty()) return;
-  if (auto m2 = analysis::program_mrc(p, 2 * p.geometry.line())) curves.push_back(*m2);
-  const char* colours[] = {"#4e79a7", "#f28e2b"};
+  for (uint32_t l : analysis::other_mrc_lines(p))
+    if (auto o = analysis::program_mrc(p, l)) curves.push_back(*o);
+  const char* colours[] = {"#4e79a7", "#f28e2b", "#59a14f"};
   std::ostringstream cfg;
   {
     JsonWriter w(cfg, 0);
     w.begin_object().field("type", "line");
     w.key("data").begin_object().key("datasets").begin_array();
     for (size_t i = 0; i < curves.size(); ++i) {
-      w.begin_object().field("label", std::to_string(curves[i].line) + "-byte lines");
-      w.field("borderColor", colours[i % 2]).field("backgroundColor", colours[i % 2]).field("pointRadius", 2);
+      w.begin_object().field("label", std::to_string(curves[i].line) + "-byte lines" +
+                                         (curves[i].how != curves[0].how ? " [" + curves[i].how + "]" : ""));
+      w.field("borderColor", colours[i % 3]).field("backgroundColor", colours[i % 3]).field("pointRadius", 2);
       w.key("data").begin_array();
       for (const auto& pt : curves[i].points)
         w.begin_object().field("x", double(pt.size) / 1024.0, 3).field("y", 100.0 * pt.miss_ratio, 3).end_object();

@@ -2,7 +2,8 @@
 // (reuse.h), fed directly with synthetic address streams, each already free of repeats of the
 // previous line (those never reach it in a run). Prints ns per access per stream; each stream
 // starts from a fresh tracker (one process each: the tracker is a process-wide singleton).
-//   runtime_reuse_bench [accesses per stream, default 20000000] [stream index, default all]
+//   [WHYMISS_MRC_HALF=all|sampled|0] runtime_reuse_bench [accesses per stream, default 20000000]
+//                                                        [stream index, default all]
 #include <time.h>
 
 #include <cstdint>
@@ -32,7 +33,9 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  if (!reuse::start(6)) return 1;
+  reuse::Knobs k;  // WHYMISS_MRC_HALF as in a run: the half-line stack's cost is all vs 0
+  reuse::half_knob(std::getenv("WHYMISS_MRC_HALF"), &k);
+  if (!reuse::start(6, k)) return 1;
   std::mt19937_64 r(1);
   const uint64_t base = 0x7f0000000000ull;
   struct Stream {

@@ -1,13 +1,14 @@
 // Exact mode's reuse-distance tracker (src/runtime/exact/reuse_stack.h, reuse.h) against a naive
 // LRU stack (a vector, most recent first: a line's distance is its index), access by access, on
 // random, cliff-shaped (cyclic sweeps) and hot-set traces, at every line size the tracker follows
-// (the simulated one and twice it, for simulated lines of 32, 64 and 128 bytes). The time arrays
+// (the simulated one, twice it and half it, for simulated lines of 32, 64 and 128 bytes). The time arrays
 // start at their smallest (512 times) so that renumbering and growth happen hundreds of times.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "runtime/exact/reuse.h"
@@ -79,7 +80,7 @@ void expect_same_distances(const std::vector<uint64_t>& trace, unsigned line_shi
 
 TEST(ReuseStack, DistancesEqualANaiveLruStackAtEveryLineSize) {
   const auto random = random_trace(1500, 60000, 1), cliff = cliff_trace(60000), hot = hot_trace(60000, 2);
-  for (unsigned shift : {5u, 6u, 7u, 8u}) {  // 32, 64, 128 and (twice 128) 256 bytes
+  for (unsigned shift : {4u, 5u, 6u, 7u, 8u}) {  // 16 (half 32), 32, 64, 128 and (twice 128) 256 bytes
     expect_same_distances(random, shift, "random");
     expect_same_distances(cliff, shift, "cliff");
     expect_same_distances(hot, shift, "hot set");
@@ -153,27 +154,59 @@ TEST(ReuseStack, LinesBeyondTheAddressSpaceAreDroppedAndCounted) {
   EXPECT_EQ(s.access((uint64_t(1) << 42) - 1), LruStack::kCold);  // the last line that has one
 }
 
-TEST(ReuseTracker, HistogramsMatchNaiveStacksAtBothLineSizes) {
-  // The whole tracker (reuse.h) at 64-byte lines: the program's histograms at 64 and 128 bytes
-  // and one instruction's equal those of naive stacks over the same accesses (repeats of the
-  // previous line included: distance 0).
+// A trace as the tracker meets it behind exact mode's hit path: each address of `t` followed by
+// 0-3 more accesses to the same 64-byte line at other bytes (either half), which the hit path
+// takes itself.
+std::vector<uint64_t> with_runs(const std::vector<uint64_t>& t, uint32_t seed) {
+  std::mt19937_64 r(seed);
+  std::vector<uint64_t> out;
+  for (uint64_t a : t) {
+    out.push_back(a);
+    for (unsigned k = r() % 4; k > 0; --k) out.push_back((a & ~uint64_t(63)) + r() % 64);
+  }
+  return out;
+}
+
+TEST(ReuseTracker, HistogramsMatchNaiveStacksAtAllThreeLineSizes) {
+  // The whole tracker (reuse.h) at 64-byte lines: the program's histograms at 64, 128 and 32
+  // bytes and one instruction's equal those of naive stacks over the same accesses (repeats of
+  // the previous line included: distance 0). An access to the previous access's 64-byte line goes
+  // to on_hit() instead of access(), as exact mode's hit path does: at 64 and 128 bytes it is a
+  // distance-0 reuse the analysis adds from the totals (no histogram entry); at 32 bytes it is in
+  // the histogram, with its distance, whenever it changes halves, and a distance-0 repeat (no
+  // entry) otherwise.
   ASSERT_TRUE(start(6));
-  NaiveStack n64, n128;
-  std::vector<double> h64(profile::kReuseBuckets), h128(profile::kReuseBuckets), hip(profile::kReuseBuckets);
-  double cold64 = 0, cold128 = 0, coldip = 0;
+  NaiveStack n64, n128, n32;
+  std::vector<double> h64(profile::kReuseBuckets), h128(profile::kReuseBuckets), h32(profile::kReuseBuckets),
+      hip(profile::kReuseBuckets);
+  double cold64 = 0, cold128 = 0, cold32 = 0, coldip = 0;
   auto trace = hot_trace(40000, 4);
   const auto cliff = cliff_trace(20000);
   trace.insert(trace.end(), cliff.begin(), cliff.end());
+  trace = with_runs(trace, 5);
+  size_t hits = 0, switches = 0;
+  uint64_t prev = ~uint64_t(0);
   for (size_t i = 0; i < trace.size(); ++i) {
-    const uint64_t ip = 0x401000 + (i % 3) * 4;
-    access(ip, trace[i], false);
-    const int64_t d64 = n64.access(trace[i] >> 6), d128 = n128.access(trace[i] >> 7);
-    (d64 < 0 ? cold64 : h64[profile::reuse_bucket(d64)]) += 1;
-    (d128 < 0 ? cold128 : h128[profile::reuse_bucket(d128)]) += 1;
-    if (ip == 0x401000) (d64 < 0 ? coldip : hip[profile::reuse_bucket(d64)]) += 1;
+    const uint64_t ip = 0x401000 + (i % 3) * 4, a = trace[i];
+    const bool hit = prev != ~uint64_t(0) && (a >> 6) == (prev >> 6);
+    const bool same_half = prev != ~uint64_t(0) && (a >> 5) == (prev >> 5);
+    prev = a;
+    if (hit) on_hit(a);
+    else access(ip, a, false);
+    const int64_t d64 = n64.access(a >> 6), d128 = n128.access(a >> 7), d32 = n32.access(a >> 5);
+    hits += hit;
+    switches += hit && !same_half;
+    if (!hit) {
+      (d64 < 0 ? cold64 : h64[profile::reuse_bucket(d64)]) += 1;
+      (d128 < 0 ? cold128 : h128[profile::reuse_bucket(d128)]) += 1;
+      if (ip == 0x401000) (d64 < 0 ? coldip : hip[profile::reuse_bucket(d64)]) += 1;
+    }
+    if (!(hit && same_half)) (d32 < 0 ? cold32 : h32[profile::reuse_bucket(d32)]) += 1;
   }
+  EXPECT_GT(hits, trace.size() / 3);  // the runs: 1.5 more accesses per address on average
+  EXPECT_GT(switches, hits / 3);      // about half of them change halves
   std::vector<profile::ReuseRecord> recs(record_count());
-  ASSERT_EQ(recs.size(), 2u + 3u);
+  ASSERT_EQ(recs.size(), 3u + 3u);
   ASSERT_EQ(export_records(recs.data(), recs.size()), recs.size());
   int seen = 0;
   for (const auto& r : recs) {
@@ -181,6 +214,7 @@ TEST(ReuseTracker, HistogramsMatchNaiveStacksAtBothLineSizes) {
     double cold = 0;
     if (r.scope == profile::kReuseProgram && r.line_bytes == 64) want = &h64, cold = cold64;
     if (r.scope == profile::kReuseProgram && r.line_bytes == 128) want = &h128, cold = cold128;
+    if (r.scope == profile::kReuseProgram && r.line_bytes == 32) want = &h32, cold = cold32;
     if (r.scope == profile::kReuseInstruction && r.key == 0x401000) want = &hip, cold = coldip;
     if (!want) continue;
     ++seen;
@@ -189,7 +223,42 @@ TEST(ReuseTracker, HistogramsMatchNaiveStacksAtBothLineSizes) {
     for (int b = 0; b < profile::kReuseBuckets; ++b)
       ASSERT_EQ(r.buckets[b], (*want)[b]) << "scope " << r.scope << ", line " << r.line_bytes << ", bucket " << b;
   }
-  EXPECT_EQ(seen, 3);
+  EXPECT_EQ(seen, 4);
+  // How each was obtained: every line followed, nothing dropped, as many lines as the naive
+  // stacks hold.
+  std::vector<profile::ReuseInfoRecord> info(info_count());
+  ASSERT_EQ(info.size(), 3u);
+  ASSERT_EQ(export_info(info.data(), info.size()), 3u);
+  const uint32_t lines[3] = {64, 128, 32};
+  const size_t live[3] = {n64.mru.size(), n128.mru.size(), n32.mru.size()};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(info[i].line_bytes, lines[i]);
+    EXPECT_EQ(info[i].how, profile::kReuseEveryLine);
+    EXPECT_EQ(info[i].rate, 1.0);
+    EXPECT_EQ(info[i].dropped, 0u);
+    EXPECT_EQ(info[i].lines, live[i]) << lines[i];
+  }
+}
+
+TEST(ReuseTracker, HalfLineKnobWords) {
+  // WHYMISS_MRC_HALF: "all", "sampled", "0"; anything else is the default, and WHYMISS_MRC=sampled
+  // (both rates set) samples the half line too unless the knob says "all".
+  auto knobs = [](const char* env, unsigned rate_shift) {
+    Knobs k;
+    k.rate_shift = k.half_rate_shift = rate_shift;
+    half_knob(env, &k);
+    return k;
+  };
+  EXPECT_TRUE(knobs("all", 0).half);
+  EXPECT_EQ(knobs("all", 0).half_rate_shift, 0u);
+  EXPECT_EQ(knobs("all", 4).half_rate_shift, 0u);
+  EXPECT_EQ(knobs("sampled", 0).half_rate_shift, kHalfSampledShift);
+  EXPECT_FALSE(knobs("0", 0).half);
+  EXPECT_EQ(knobs(nullptr, 4).half_rate_shift, kHalfSampledShift);
+  const unsigned def = std::string(kHalfDefault) == "sampled" ? kHalfSampledShift : 0;
+  EXPECT_EQ(knobs(nullptr, 0).half_rate_shift, def);
+  EXPECT_EQ(knobs("bogus", 0).half_rate_shift, def);
+  EXPECT_TRUE(knobs("bogus", 0).half);
 }
 
 }  // namespace

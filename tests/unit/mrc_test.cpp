@@ -49,5 +49,41 @@ TEST(Mrc, ProgramCurveNeedsAHistogram) {
   for (const auto& pt : m->points) EXPECT_DOUBLE_EQ(pt.miss_ratio, 0.05);
 }
 
+TEST(Mrc, EachLineSizeSaysHowItWasObtained) {
+  // Three program histograms (64, 128 and 32 bytes at 64-byte lines) and the tracker's account of
+  // each (Section::ReuseInfo): every line followed at 64; sampled at 128; at 32 every line but
+  // some accesses dropped. A profile of an older build has no account: its curves say only what
+  // the histogram's rate says.
+  profile::Profile p;
+  p.geometry.levels = {{"L1", 32 * 1024, 8, 64}};
+  p.meta.accesses = 100;
+  for (uint32_t line : {64u, 128u, 32u}) {
+    profile::ReuseRecord r{};
+    r.line_bytes = line;
+    r.rate = line == 128 ? 0.0625 : 1;
+    r.cold = 5;
+    p.reuse.push_back(r);
+  }
+  EXPECT_EQ(other_mrc_lines(p), (std::vector<uint32_t>{128, 32}));
+  EXPECT_EQ(program_mrc(p, 32)->how, "counted");  // no account yet: nothing known dropped
+  EXPECT_EQ(program_mrc(p, 32)->dropped, 0u);
+  p.reuse_info = {{64, profile::kReuseEveryLine, 1, 0, 10},
+                  {128, profile::kReuseSampledAsked, 0.0625, 0, 1},
+                  {32, profile::kReuseEveryLine, 1, 7, 20}};
+  EXPECT_EQ(program_mrc(p)->how, "counted");
+  EXPECT_EQ(program_mrc(p, 128)->how, "sampled (6.25 % of lines followed)");
+  EXPECT_DOUBLE_EQ(program_mrc(p, 128)->rate, 0.0625);
+  const auto half = program_mrc(p, 32);
+  EXPECT_EQ(half->how, "partial (7 accesses not followed, counted as hits)");
+  EXPECT_EQ(half->dropped, 7u);
+  p.reuse_info[1].dropped = 3;  // both
+  EXPECT_EQ(program_mrc(p, 128)->how,
+            "sampled (6.25 % of lines followed); partial (3 accesses not followed, counted as hits)");
+  // Without the half-line histogram (WHYMISS_MRC_HALF=0) only twice the line is listed.
+  p.reuse.pop_back();
+  EXPECT_EQ(other_mrc_lines(p), (std::vector<uint32_t>{128}));
+  EXPECT_FALSE(program_mrc(p, 32).has_value());
+}
+
 }  // namespace
 }  // namespace whymiss::analysis

@@ -221,6 +221,33 @@ TEST_F(ProfileFile, ReuseHistogramsRoundTripAndImpossibleOnesAreRefused) {
   }
 }
 
+// The reuse tracker's account of each line size (Section::ReuseInfo) round-trips; an unknown
+// `how`, a rate of 0 or a line size that is not a power of two is refused with one sentence.
+TEST_F(ProfileFile, ReuseInfoRoundTripsAndImpossibleOnesAreRefused) {
+  Profile p = sample();
+  p.reuse_info = {{64, kReuseEveryLine, 1, 0, 100}, {32, kReuseSampledBound, 0.25, 12, 40}};
+  ASSERT_TRUE(write_profile(path_, p).ok());
+  auto ok = read_profile(path_);
+  ASSERT_TRUE(ok.ok()) << ok.error();
+  ASSERT_EQ(ok->reuse_info.size(), 2u);
+  EXPECT_EQ(ok->reuse_info[1].line_bytes, 32u);
+  EXPECT_EQ(ok->reuse_info[1].how, kReuseSampledBound);
+  EXPECT_EQ(ok->reuse_info[1].rate, 0.25);
+  EXPECT_EQ(ok->reuse_info[1].dropped, 12u);
+  EXPECT_EQ(ok->reuse_info[1].lines, 40u);
+  for (int bad = 0; bad < 3; ++bad) {
+    Profile q = p;
+    if (bad == 0) q.reuse_info[1].how = 7;
+    if (bad == 1) q.reuse_info[1].rate = 0;
+    if (bad == 2) q.reuse_info[1].line_bytes = 48;
+    std::filesystem::remove(path_);
+    ASSERT_TRUE(write_profile(path_, q).ok());
+    auto r2 = read_profile(path_);
+    ASSERT_FALSE(r2.ok()) << bad;
+    EXPECT_NE(r2.error().find("reuse tracker's description holds impossible values"), std::string::npos) << r2.error();
+  }
+}
+
 // The data-flow and working-set sections round-trip; a record naming a missing site is refused.
 TEST_F(ProfileFile, FlowAndWorkingSetRoundTripAndBadSitesAreRefused) {
   Profile p = sample();

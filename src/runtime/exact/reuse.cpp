@@ -183,11 +183,13 @@ struct Histogram {
 struct State {
   bool on = false;
   unsigned line_shift = 6;
+  unsigned nstacks = 2;  // 3 with the half-line stack
   SpinLock lock;
-  LruStack stacks[2];  // line sizes: simulated, twice it
+  LruStack stacks[3];  // line sizes: simulated, twice it, half it
+  bool asked[3] = {};  // sampled from the start by a knob
   // The line each stack saw last: its repeat is distance 0 and changes no order (no stack work).
-  uint64_t last[2] = {~uint64_t(0), ~uint64_t(0)};
-  Histogram* program = nullptr;  // [2]
+  uint64_t last[3] = {~uint64_t(0), ~uint64_t(0), ~uint64_t(0)};
+  Histogram* program = nullptr;  // [3]
   // Instructions with their own histogram: ip -> index (open addressing, first come).
   uint64_t* ips = nullptr;  // ip + 1; 0 = empty
   uint32_t* slots = nullptr;
@@ -228,9 +230,23 @@ inline int64_t scaled(int64_t d, const LruStack& s) {
   return d > 0 ? d * int64_t(s.weight()) : d;
 }
 
-// The tracker's work for one access; inlined twice, with and without the popcnt instruction
-// (the runtime is built for baseline x86-64; start() picks one).
-__attribute__((always_inline)) inline void track(uint64_t ip, uint64_t line) {
+// One access to `line` of stack i, for the program's histogram only.
+__attribute__((always_inline)) inline void track_program(unsigned i, uint64_t line) {
+  LruStack& s = g.stacks[i];
+  if (line != g.last[i] || (s.sampling() && !s.follows(line))) {
+    const int64_t d = s.access(line);
+    g.last[i] = d != LruStack::kNotFollowed ? line : ~uint64_t(0);
+    if (d != LruStack::kNotFollowed) g.program[i].add(scaled(d, s), s.weight());
+  } else {
+    g.program[i].add(0, s.weight());
+  }
+}
+
+// The tracker's work for one access, given its half line (address >> (line_shift - 1)); inlined
+// twice, with and without the popcnt instruction (the runtime is built for baseline x86-64;
+// start() picks one).
+__attribute__((always_inline)) inline void track(uint64_t ip, uint64_t half) {
+  const uint64_t line = half >> 1;
   // (last[] holds followed lines only, and a shrink may have stopped following it since)
   if (line != g.last[0] || (g.stacks[0].sampling() && !g.stacks[0].follows(line))) {
     int64_t d = g.stacks[0].access(line);
@@ -245,27 +261,40 @@ __attribute__((always_inline)) inline void track(uint64_t ip, uint64_t line) {
     g.program[0].add(0, g.stacks[0].weight());
     if (Histogram* h = histogram_of(ip)) h->add(0, g.stacks[0].weight());
   }
-  const uint64_t line2 = line >> 1;
-  if (line2 != g.last[1] || (g.stacks[1].sampling() && !g.stacks[1].follows(line2))) {
-    const int64_t d = g.stacks[1].access(line2);
-    g.last[1] = d != LruStack::kNotFollowed ? line2 : ~uint64_t(0);
-    if (d != LruStack::kNotFollowed) g.program[1].add(scaled(d, g.stacks[1]), g.stacks[1].weight());
-  } else {
-    g.program[1].add(0, g.stacks[1].weight());
-  }
+  track_program(1, half >> 2);
+  if (g.nstacks == 3) track_program(2, half);
 }
 
-__attribute__((target("popcnt"), noinline)) void track_popcnt(uint64_t ip, uint64_t line) { track(ip, line); }
-__attribute__((noinline)) void track_plain(uint64_t ip, uint64_t line) { track(ip, line); }
+__attribute__((target("popcnt"), noinline)) void track_popcnt(uint64_t ip, uint64_t half) { track(ip, half); }
+__attribute__((noinline)) void track_plain(uint64_t ip, uint64_t half) { track(ip, half); }
+__attribute__((target("popcnt"), noinline)) void half_popcnt(uint64_t half) { track_program(2, half); }
+__attribute__((noinline)) void half_plain(uint64_t half) { track_program(2, half); }
 
 }  // namespace
+
+constinit HalfWatch g_half;
+// Sampled by default: with every half line followed the tracker cost 24-35 % of exact mode's CPU
+// time over bench/mrc_accuracy.py's programs (four runs; 12-18 % without the half line), past the
+// 25 % target; with one half line in 16, 17-23 %, erring by less than 0.007 on smooth curves and
+// up to 0.40 at cliffs (bench/README.md). WHYMISS_MRC_HALF=all gives the exact curve.
+const char* const kHalfDefault = "sampled";
+
+void half_knob(const char* env, Knobs* k) noexcept {
+  auto known = [](const char* s) {
+    return s && (std::strcmp(s, "0") == 0 || std::strcmp(s, "sampled") == 0 || std::strcmp(s, "all") == 0);
+  };
+  const char* v = known(env) ? env : k->half_rate_shift > 0 ? "sampled" : kHalfDefault;
+  if (std::strcmp(v, "0") == 0) k->half = false;
+  else if (std::strcmp(v, "sampled") == 0) k->half_rate_shift = kHalfSampledShift;
+  else if (std::strcmp(v, "all") == 0) k->half_rate_shift = 0;
+}
 
 bool start(unsigned line_shift, const Knobs& k) {
   g.line_shift = line_shift;
   g.max_ips = k.max_instructions;
   g.ip_cap = 1;
   while (g.ip_cap < 2 * k.max_instructions) g.ip_cap <<= 1;
-  g.program = alloc_zeroed<Histogram>(2);
+  g.program = alloc_zeroed<Histogram>(3);
   g.ips = alloc_zeroed<uint64_t>(g.ip_cap);
   g.slots = alloc_zeroed<uint32_t>(g.ip_cap);
   g.per_ip = alloc_zeroed<Histogram>(k.max_instructions);
@@ -273,26 +302,51 @@ bool start(unsigned line_shift, const Knobs& k) {
   g.popcnt = __builtin_cpu_supports("popcnt");
   // x86-64 user addresses have 47 bits (48 with the top half's kernel space excluded).
   const unsigned addr_bits = 48;
+  g.asked[0] = g.asked[1] = k.rate_shift > 0;
   g.on = g.program && g.ips && g.slots && g.per_ip &&
          g.stacks[0].init(addr_bits - line_shift, k.max_lines, k.rate_shift) &&
          g.stacks[1].init(addr_bits - line_shift - 1, k.max_lines, k.rate_shift);
+  // The half-line stack is an extra: without memory for it the other two still run.
+  g.nstacks = 2;
+  if (g.on && k.half && line_shift >= 3 &&
+      g.stacks[2].init(addr_bits - line_shift + 1, k.max_lines, k.half_rate_shift)) {
+    g.nstacks = 3;
+    g.asked[2] = k.half_rate_shift > 0;
+    g_half.mask.store(~((uint64_t(1) << (line_shift - 1)) - 1), std::memory_order_relaxed);
+    g_half.base.store(~uint64_t(0) & g_half.mask.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  }
   return g.on;
 }
 
 void access(uint64_t ip, uint64_t addr, bool concurrent) noexcept {
   if (!g.on) return;
-  const uint64_t line = addr >> g.line_shift;
+  const uint64_t half = addr >> (g.line_shift - 1), line = half >> 1;
   // Sampling (past the memory bound, or asked for): most accesses stop at a hash and a compare.
   if (__builtin_expect(g.stacks[1].sampling(), 0) && !g.stacks[0].follows(line) &&
-      !g.stacks[1].follows(line >> 1))
+      !g.stacks[1].follows(line >> 1) && (g.nstacks == 2 || (g.stacks[2].sampling() && !g.stacks[2].follows(half)))) {
+    if (g.nstacks == 3) g_half.base.store(addr & g_half.mask.load(std::memory_order_relaxed), std::memory_order_relaxed);
     return;
+  }
   if (concurrent) g.lock.lock();
-  if (g.popcnt) track_popcnt(ip, line);
-  else track_plain(ip, line);
+  if (g.nstacks == 3) g_half.base.store(addr & g_half.mask.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  if (g.popcnt) track_popcnt(ip, half);
+  else track_plain(ip, half);
   if (concurrent) g.lock.unlock();
 }
 
-size_t record_count() noexcept { return g.on ? 2 + g.nips : 0; }
+void half_switch(uint64_t addr) noexcept {
+  if (g.nstacks != 3) return;
+  g_half.base.store(addr & g_half.mask.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  const uint64_t half = addr >> (g.line_shift - 1);
+  if (g.stacks[2].sampling() && !g.stacks[2].follows(half)) {
+    g.last[2] = ~uint64_t(0);
+    return;
+  }
+  if (g.popcnt) half_popcnt(half);
+  else half_plain(half);
+}
+
+size_t record_count() noexcept { return g.on ? g.nstacks + g.nips : 0; }
 
 size_t export_records(profile::ReuseRecord* out, size_t max) noexcept {
   if (!g.on) return 0;
@@ -323,8 +377,37 @@ size_t export_records(profile::ReuseRecord* out, size_t max) noexcept {
   };
   put(g.program[0], profile::kReuseProgram, 0, g.line_shift, g.stacks[0].rate());
   put(g.program[1], profile::kReuseProgram, 0, g.line_shift + 1, g.stacks[1].rate());
+  if (g.nstacks == 3) put(g.program[2], profile::kReuseProgram, 0, g.line_shift - 1, g.stacks[2].rate());
   for (uint32_t i = 0; i < g.ip_cap; ++i)
     if (g.ips[i]) put(g.per_ip[g.slots[i]], profile::kReuseInstruction, g.ips[i] - 1, g.line_shift, g.stacks[0].rate());
+  return n;
+}
+
+size_t info_count() noexcept { return g.on ? g.nstacks : 0; }
+
+size_t export_info(profile::ReuseInfoRecord* out, size_t max) noexcept {
+  if (!g.on) return 0;
+  // As export_records: never wait for long for a thread that may still hold the lock.
+  bool locked = false;
+  for (int i = 0; i < 100000 && !(locked = g.lock.try_lock()); ++i) __builtin_ia32_pause();
+  if (!locked) return 0;
+  struct Unlock {
+    ~Unlock() { g.lock.unlock(); }
+  } unlock;
+  const unsigned shifts[3] = {g.line_shift, g.line_shift + 1, g.line_shift - 1};
+  size_t n = 0;
+  for (unsigned i = 0; i < g.nstacks && n < max; ++i, ++n) {
+    const LruStack& s = g.stacks[i];
+    profile::ReuseInfoRecord& r = out[n];
+    std::memset(&r, 0, sizeof r);
+    r.line_bytes = 1u << shifts[i];
+    r.how = g.asked[i] ? profile::kReuseSampledAsked
+            : s.sampling() ? profile::kReuseSampledBound
+                           : profile::kReuseEveryLine;
+    r.rate = s.rate();
+    r.dropped = s.dropped();
+    r.lines = s.live();
+  }
   return n;
 }
 

@@ -1,7 +1,7 @@
 // Exact mode's reuse-distance tracker, for miss-ratio curves (profile::ReuseRecord,
 // analysis/mrc.h): for each access, how many distinct lines were used since its line was last
-// used (its LRU stack distance), kept as histograms for the program at the simulated line size
-// and at twice it, and per instruction at the simulated line size.
+// used (its LRU stack distance), kept as histograms for the program at the simulated line size,
+// at twice it and at half it, and per instruction at the simulated line size.
 //
 // Cost and bound: an access to the line of the thread's previous access never reaches the
 // tracker (the hit path takes it; its distance is 0 and the analysis counts it from the totals),
@@ -14,10 +14,19 @@
 // followed, the threshold halving until they fit, each followed access counting 1/rate.
 // Knobs::rate_shift > 0 samples from the start (cheaper: the others pay a hash and a compare).
 //
+// Half lines: the hit path takes accesses to the thread's previous line without calling access(),
+// and at half the line size such an access may be to the other half. The hit path calls on_hit()
+// after each hit it takes (a compare with the half line the tracker saw last); a switch of halves
+// feeds the half-line stack alone (half_switch), so that its stream is every change of half line,
+// as exact as the others (a repeat of the same half is distance 0 and needs nothing). Held hits
+// of multi-threaded programs (relay lanes) do not call it: their curves are approximate anyway
+// (one merged stream). By default the half-line stack samples (kHalfDefault: its cost).
+//
 // Threading: all threads' accesses form one stream, as a cache they all shared would see them.
 // access() takes a spinlock only when told the simulator runs concurrently (without the relay,
 // several threads call it at once); otherwise its callers are already serialised.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -32,16 +41,47 @@ struct Knobs {
   uint32_t max_lines = 1u << 24;
   unsigned rate_shift = 0;           // follow 1 line in 2^rate_shift at first (0: every line)
   uint32_t max_instructions = 256;   // instructions with a histogram of their own (first come)
+  // The half-line stack: off, or its first rate (as rate_shift; it has the same bound).
+  bool half = true;
+  unsigned half_rate_shift = 0;
 };
+
+// WHYMISS_MRC_HALF's words into `k`: "all" follows every half line, "sampled" one in
+// 2^kHalfSampledShift, "0" turns the half-line stack off; anything else (or nothing) leaves the
+// default, kHalfDefault ("all" or "sampled"), unless `k` already samples (WHYMISS_MRC=sampled).
+inline constexpr unsigned kHalfSampledShift = 4;
+extern const char* const kHalfDefault;
+void half_knob(const char* env, Knobs* k) noexcept;
+
+// What the hit path compares with (on_hit): the half line of the tracker's last access is
+// `base` == addr & `mask`. Both 0 while the half-line stack is off (never a switch).
+struct HalfWatch {
+  std::atomic<uint64_t> mask{0}, base{0};
+};
+extern constinit HalfWatch g_half;
+
+// The half-line stack's share of an access the hit path took (another half of the same line).
+void half_switch(uint64_t addr) noexcept;
+// After a hit the hit path took by itself (the thread's previous line: distance 0 at the
+// simulated line size and twice it). Single-threaded callers only (the hit path's memo).
+__attribute__((always_inline)) inline void on_hit(uint64_t addr) noexcept {
+  if (__builtin_expect((addr & g_half.mask.load(std::memory_order_relaxed)) !=
+                           g_half.base.load(std::memory_order_relaxed), 0))
+    half_switch(addr);
+}
 
 // `line_shift`: log2 of the simulated line size. False when memory could not be had.
 bool start(unsigned line_shift, const Knobs& k = {});
 // One access by instruction `ip` (a return address minus one, as the profile keys them).
 // `concurrent`: other threads may call access() at the same time.
 void access(uint64_t ip, uint64_t addr, bool concurrent) noexcept;
-// Records written by export_records: 2 program histograms + instructions.
+// Records written by export_records: 2 or 3 program histograms + instructions.
 size_t record_count() noexcept;
 // Fills up to `max` records; returns how many. Call once recording stopped.
 size_t export_records(profile::ReuseRecord* out, size_t max) noexcept;
+// How each line size's histogram was obtained (Section::ReuseInfo): info_count() records, one per
+// program histogram, in the same order. Call once recording stopped.
+size_t info_count() noexcept;
+size_t export_info(profile::ReuseInfoRecord* out, size_t max) noexcept;
 
 }  // namespace whymiss::rt::reuse

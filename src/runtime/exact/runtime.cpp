@@ -331,10 +331,12 @@ void init() {
   cpu::start(g.pid, cpu_knobs);  // where the CPU time goes: instrumented code or not (cpu_sampler.h)
   // Reuse distances for miss-ratio curves (reuse.h): every line followed by default (exact
   // distances; "all" says the same); WHYMISS_MRC=sampled follows one line in 16 (SHARDS),
-  // WHYMISS_MRC=0 turns them off.
+  // WHYMISS_MRC=0 turns them off. WHYMISS_MRC_HALF: the half-line curve's stack, the same words
+  // (its default: reuse::kHalfDefault; WHYMISS_MRC=sampled samples it too unless it says "all").
   if (const char* m = std::getenv("WHYMISS_MRC"); !(m && std::strcmp(m, "0") == 0)) {
     reuse::Knobs rk;
-    if (m && std::strcmp(m, "sampled") == 0) rk.rate_shift = 4;
+    if (m && std::strcmp(m, "sampled") == 0) rk.rate_shift = rk.half_rate_shift = 4;
+    reuse::half_knob(std::getenv("WHYMISS_MRC_HALF"), &rk);
     reuse::start(g.line_shift, rk);
   }
   // The access log for what-if replays (access_log.h): WHYMISS_ACCESS_LOG entries, 0 = off.
@@ -1106,7 +1108,7 @@ void finish(int term_signal) {
   };
   // Then the CPU-time samples' sections (cpu_sampler.h), after whatever the list above holds.
   constexpr size_t kBase = sizeof s / sizeof s[0];
-  profile::SectionData all[kBase + cpu::kSections + 1 + 2 + 4 + 2 + 2];
+  profile::SectionData all[kBase + cpu::kSections + 1 + 2 + 4 + 2 + 2 + 1];
   std::memcpy(all, s, sizeof s);
   uint32_t nsections = uint32_t(kBase + cpu::export_sections(all + kBase, strings));
   // And the reuse-distance histograms (reuse.h), when the tracker ran.
@@ -1114,6 +1116,11 @@ void finish(int term_signal) {
     if (auto* reuse_recs = alloc_array<profile::ReuseRecord>(nreuse))
       all[nsections++] = {profile::Section::Reuse, sizeof(profile::ReuseRecord),
                           reuse::export_records(reuse_recs, nreuse), reuse_recs};
+  // How each of those histograms was obtained (rate, accesses the tracker could not follow).
+  if (const size_t ninfo = reuse::info_count())
+    if (auto* info = alloc_array<profile::ReuseInfoRecord>(ninfo))
+      all[nsections++] = {profile::Section::ReuseInfo, sizeof(profile::ReuseInfoRecord),
+                          reuse::export_info(info, ninfo), info};
   // And the access log (access_log.h), when it ran.
   profile::AccessLogRecord log_info{};
   if (alog::g_log.capacity) {
