@@ -346,18 +346,31 @@ void half_switch(uint64_t addr) noexcept {
   else half_plain(half);
 }
 
+namespace {
+
+// The tracker's lock for an export. finish() may run in a fatal-signal handler that interrupted
+// a thread holding it, or while a thread it gave up waiting for holds it: never wait for long
+// (`held` false: leave the curves out).
+struct ExportLock {
+  bool held = false;
+  ExportLock() {
+    for (int i = 0; i < 100000 && !(held = g.lock.try_lock()); ++i) __builtin_ia32_pause();
+  }
+  ~ExportLock() {
+    if (held) g.lock.unlock();
+  }
+  ExportLock(const ExportLock&) = delete;
+  ExportLock& operator=(const ExportLock&) = delete;
+};
+
+}  // namespace
+
 size_t record_count() noexcept { return g.on ? g.nstacks + g.nips : 0; }
 
 size_t export_records(profile::ReuseRecord* out, size_t max) noexcept {
   if (!g.on) return 0;
-  // finish() may run in a fatal-signal handler that interrupted a thread holding the lock, or
-  // while a thread it gave up waiting for holds it: never wait for long, leave the curves out.
-  bool locked = false;
-  for (int i = 0; i < 100000 && !(locked = g.lock.try_lock()); ++i) __builtin_ia32_pause();
-  if (!locked) return 0;
-  struct Unlock {
-    ~Unlock() { g.lock.unlock(); }
-  } unlock;
+  ExportLock lock;
+  if (!lock.held) return 0;
   size_t n = 0;
   auto put = [&](const Histogram& h, uint32_t scope, uint64_t key, unsigned shift, double rate) {
     if (n == max) return;
@@ -387,13 +400,8 @@ size_t info_count() noexcept { return g.on ? g.nstacks : 0; }
 
 size_t export_info(profile::ReuseInfoRecord* out, size_t max) noexcept {
   if (!g.on) return 0;
-  // As export_records: never wait for long for a thread that may still hold the lock.
-  bool locked = false;
-  for (int i = 0; i < 100000 && !(locked = g.lock.try_lock()); ++i) __builtin_ia32_pause();
-  if (!locked) return 0;
-  struct Unlock {
-    ~Unlock() { g.lock.unlock(); }
-  } unlock;
+  ExportLock lock;
+  if (!lock.held) return 0;
   const unsigned shifts[3] = {g.line_shift, g.line_shift + 1, g.line_shift - 1};
   size_t n = 0;
   for (unsigned i = 0; i < g.nstacks && n < max; ++i, ++n) {
