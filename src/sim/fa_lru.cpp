@@ -11,7 +11,7 @@ namespace whymiss::sim {
 FaLru::FaLru(uint64_t capacity_lines) : cap_(uint32_t(capacity_lines ? capacity_lines : 1)) {
   max_slots_ = 8;  // at least 8 slots: fp_of puts three line bits in the home
   while (max_slots_ < size_t(cap_) * 2) max_slots_ <<= 1;  // load factor <= 1/2 when full
-  if (max_slots_ <= kGroupSlots) group_bits_ = 0, group_mask_ = 0;  // (before any fp_of)
+  if (max_slots_ <= kGroupSlots) group_bits_ = 0;  // (before any fp_of)
   resize_table(std::min<size_t>(max_slots_, kFirstSlots));
   nodes_.resize(std::min<size_t>(cap_, kFirstSlots / 2));
 }
