@@ -102,25 +102,9 @@ void FaLru::build_order() {
   tail_ = byage.back();
 }
 
-bool FaLru::access_slow(uint64_t line) {
-  mru_ = line;
-  const uint32_t n = find(line);
-  if (n != kNil) {
-    if (!full()) {
-      nodes_[n].stamp = ++clock_;
-    } else if (n != head_) {
-      unlink(n);
-      push_front(n);
-    }
-    return true;
-  }
-  insert(line);
-  return false;
-}
-
-// Out of line: the hits above (most accesses of a shadow that holds the working set) then save
-// no registers for it.
-__attribute__((noinline)) void FaLru::insert(uint64_t line) {
+// Inlined into access_slow: out of line (so that hits save no registers for it), bench_sim's
+// sequential miss trace, where every shadow access lands here, ran ~5% slower.
+inline __attribute__((always_inline)) void FaLru::insert(uint64_t line) {
   uint32_t n;
   if (!full()) {
     // Memory follows the footprint: twice the table and the nodes when they are full enough.
@@ -153,6 +137,22 @@ __attribute__((noinline)) void FaLru::insert(uint64_t line) {
     if (t.prev != kNil) __builtin_prefetch(&nodes_[t.prev]);
     __builtin_prefetch(&table_[home(fp_of(t.key))]);
   }
+}
+
+bool FaLru::access_slow(uint64_t line) {
+  mru_ = line;
+  const uint32_t n = find(line);
+  if (n != kNil) {
+    if (!full()) {
+      nodes_[n].stamp = ++clock_;
+    } else if (n != head_) {
+      unlink(n);
+      push_front(n);
+    }
+    return true;
+  }
+  insert(line);
+  return false;
 }
 
 }  // namespace whymiss::sim
