@@ -84,7 +84,21 @@ class Cache {
   }
   // `idx` holds a valid line (just hit or filled): its set comes from the tag, not a division.
   void touch(size_t idx) {
-    const uint32_t set = set_of(tag_[idx]), way = uint32_t(idx - size_t(set) * ways_);
+    const uint32_t set = set_of(tag_[idx]);
+    touch_way(set, uint32_t(idx - size_t(set) * ways_));
+  }
+  // Puts `line` in way `idx` of `set` (set_of(line), as fill_slot was given) with entry `e`, and
+  // makes it the set's most recent: set_tag, the entry and touch in one, for a fill that knows
+  // its set. Whatever the way held is overwritten: the caller has evicted it (its tag, entry and
+  // fingerprint need not be cleared first).
+  void fill(size_t idx, uint32_t set, uint64_t line, const Entry& e) {
+    const uint32_t way = uint32_t(idx - size_t(set) * ways_);
+    tag_[idx] = line;
+    if (rows_) row_ptr(set)[way] = fp_of(line);
+    entry_[idx] = e;
+    touch_way(set, way);
+  }
+  void touch_way(uint32_t set, uint32_t way) {
     switch (kind_) {  // devirtualised: the concrete policies are final
       case Kind::Ranks:
         touch_rank(set, way);

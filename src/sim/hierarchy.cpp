@@ -67,6 +67,8 @@ struct CoreState {
   std::vector<std::unique_ptr<FaLru>> shadow;
   Cache* l1 = nullptr;        // priv[0] and shadow[0], without the unique_ptr hops
   FaLru* l1_shadow = nullptr;
+  std::array<Cache*, kMaxLevels> cache_at{};   // priv[l] and shadow[l], without them either
+  std::array<FaLru*, kMaxLevels> shadow_at{};
   // The lines L1 evicted, per set: a ring of 2 x ways entries (newest at victims_at[set] - 1),
   // for rivals_within(). Empty when it would exceed kMaxVictimLogBytes.
   std::vector<uint64_t> victims;
@@ -147,10 +149,13 @@ struct Hierarchy::Impl {
   SpinLock shared_shadow_lock;
   // Knobs::count_sets: per level, [folded set][Outcome] counts (empty when off).
   struct SetIndex {
-    uint64_t mask = 0, sets = 1;  // line & mask when the set count is a power of two, else % sets
+    // The folded set is line & mask when the set count is a power of two (the set's mask and
+    // the fold's in one), else (line % sets) % kMaxCountedSets.
+    uint64_t mask = 0, sets = 1;
   };
   std::array<SetIndex, kMaxLevels> set_index{};
   std::array<std::vector<uint64_t>, kMaxLevels> set_rows;
+  std::array<uint64_t*, kMaxLevels> set_rows_at{};  // set_rows[l]'s data, nullptr when empty
 
   ~Impl() {
     if (cores)  // (absent when create ran out of memory before making it)
@@ -185,6 +190,7 @@ struct Hierarchy::Impl {
     }
     c->l1 = c->priv[0].get();
     c->l1_shadow = c->shadow[0].get();
+    for (size_t l = 0; l < npriv; ++l) c->cache_at[l] = c->priv[l].get(), c->shadow_at[l] = c->shadow[l].get();
     {
       const uint64_t sets = geo.levels[0].sets(), depth = 2 * uint64_t(geo.levels[0].ways);
       if (sets * depth * sizeof(uint64_t) <= kMaxVictimLogBytes) {
@@ -219,13 +225,13 @@ struct Hierarchy::Impl {
     sh.counters.level[level].by_outcome[int(o)][w]++;
     // A shard owns the same sets in every level (and folding keeps them apart: the shard count
     // divides kMaxCountedSets), so the shard lock covers these too.
-    if (!set_rows[level].empty()) set_rows[level][set_row(level, line) + int(o)]++;
+    if (uint64_t* rows = set_rows_at[level]) rows[set_row(level, line) + int(o)]++;
   }
   // Where `line`'s set's counts start in set_rows[level] (a shared level's are a host cache
   // miss: prefetch_shared starts loading them).
   size_t set_row(size_t level, uint64_t line) const {
     const SetIndex& si = set_index[level];
-    const uint64_t set = (si.mask ? line & si.mask : line % si.sets) % kMaxCountedSets;
+    const uint64_t set = si.mask ? line & si.mask : (line % si.sets) % kMaxCountedSets;
     return size_t(set) * kNumOutcomes;
   }
 
@@ -267,14 +273,14 @@ struct Hierarchy::Impl {
     if (j >= 0) shared->entry(size_t(j)).dirty = true;
   }
 
-  // Removes the entry at `idx` of private level `l` of core `c` to make room.
-  void evict_private(CoreState& c, uint32_t cid, Shard& sh, size_t l, size_t idx) {
-    Cache& cl = *c.priv[l];
-    uint64_t v = cl.tag(idx);
-    Entry e = cl.entry(idx);
-    cl.invalidate(idx);
+  // Removes the line at `idx` of private level `l` of core `c` to make room: everything but the
+  // slot itself, which the caller (fill_private) overwrites right after. `set`: idx's set.
+  void evict_private(CoreState& c, uint32_t cid, Shard& sh, size_t l, size_t idx, uint32_t set) {
+    Cache& cl = *c.cache_at[l];
+    const uint64_t v = cl.tag(idx);
+    const Entry e = cl.entry(idx);
     if (l == 0) {
-      c.log_victim(cl.set_of(v), v);
+      c.log_victim(set, v);
       if (c.filling) c.filling->l1_victim = v, c.filling->l1_victim_mask = e.mask;
     }
     if (l + 1 == npriv) {
@@ -302,7 +308,7 @@ struct Hierarchy::Impl {
       // The next level holds the line where `below` says unless it evicted it since; then it
       // cannot have refilled it elsewhere (it refills only on a miss here), so there is nothing
       // to merge into. Same outcome as a lookup, without reading the set's fingerprints.
-      Cache& next = *c.priv[l + 1];
+      Cache& next = *c.cache_at[l + 1];
       if (next.tag(e.below) == v) {
         Entry& n = next.entry(e.below);
         n.mask |= e.mask;
@@ -315,12 +321,11 @@ struct Hierarchy::Impl {
   // `below`: the line's index in level l + 1 (ignored for the last private level).
   size_t fill_private(CoreState& c, uint32_t cid, Shard& sh, size_t l, uint64_t line, Mesi st,
                       size_t below) {
-    Cache& cl = *c.priv[l];
-    size_t i = cl.fill_slot(cl.set_of(line));
-    if (cl.tag(i) != kNone) evict_private(c, cid, sh, l, i);
-    cl.set_tag(i, line);
-    cl.entry(i) = Entry{0, st, false, uint32_t(below)};
-    cl.touch(i);
+    Cache& cl = *c.cache_at[l];
+    const uint32_t set = cl.set_of(line);
+    const size_t i = cl.fill_slot(set);
+    if (cl.tag(i) != kNone) evict_private(c, cid, sh, l, i, set);
+    cl.fill(i, set, line, Entry{0, st, false, uint32_t(below)});
     return i;
   }
 
@@ -437,11 +442,10 @@ struct Hierarchy::Impl {
     r.level[s] = o;
     r.levels_reached = uint8_t(s + 2);
     count(sh, s, o, w, line);
-    size_t i = shared->fill_slot(shared->set_of(line));
+    const uint32_t set = shared->set_of(line);
+    const size_t i = shared->fill_slot(set);
     if (shared->tag(i) != kNone) evict_shared(sh, i);
-    shared->set_tag(i, line);
-    shared->entry(i) = Entry{0, Mesi::E, false};
-    shared->touch(i);
+    shared->fill(i, set, line, Entry{0, Mesi::E, false});
   }
 
   // An L1 hit that needs nothing beyond this core's L1 and its shadow: the line is in L1 and
@@ -507,7 +511,7 @@ struct Hierarchy::Impl {
     r.access_mask = gm;
     r.l1_victim_mask = 0;
     sh.counters.line_accesses++;
-    Cache& l1 = *c.priv[0];
+    Cache& l1 = *c.l1;
     // Same line as this core's previous access and still held with enough rights: nothing in
     // any replacement state or shadow can change (the line is already most recent everywhere).
     if (l1_found == kUnknown && c.memo.line == line && l1.tag(c.memo_idx) == line) {
@@ -529,8 +533,8 @@ struct Hierarchy::Impl {
     int64_t hit_idx = -1;
     uint32_t shadow_hits = 0;  // bit l: level l's shadow held the line
     for (size_t l = 0; l < npriv; ++l) {
-      if (c.shadow[l]->access(line)) shadow_hits |= 1u << l;
-      hit_idx = l == 0 && l1_found != kUnknown ? l1_found : c.priv[l]->find(line);
+      if (c.shadow_at[l]->access(line)) shadow_hits |= 1u << l;
+      hit_idx = l == 0 && l1_found != kUnknown ? l1_found : c.cache_at[l]->find(line);
       if (hit_idx >= 0) {
         hit_level = l;
         break;
@@ -542,7 +546,7 @@ struct Hierarchy::Impl {
         // miss went past its private levels, this one probably will too: the shared level's
         // loads start now as well (when it did not, they wait until the private levels missed,
         // since most L1 misses hit a private level and these are big arrays).
-        for (size_t u = 1; u < npriv; ++u) c.priv[u]->prefetch(line), c.shadow[u]->prefetch(line);
+        for (size_t u = 1; u < npriv; ++u) c.cache_at[u]->prefetch(line), c.shadow_at[u]->prefetch(line);
         if (!(shadow_hits & 1)) c.seen.prefetch_lookup(line);
         if (c.went_shared && has_shared) prefetch_shared(line);
       } else if (l + 1 == npriv && has_shared && !c.went_shared) {
@@ -565,7 +569,7 @@ struct Hierarchy::Impl {
 
     size_t l1_idx;
     if (hit_level < npriv) {
-      Cache& hc = *c.priv[hit_level];
+      Cache& hc = *c.cache_at[hit_level];
       hc.touch(size_t(hit_idx));
       Mesi st = hc.entry(size_t(hit_idx)).state;
       r.levels_reached = uint8_t(hit_level + 1);
@@ -661,8 +665,10 @@ Result<std::unique_ptr<Hierarchy>> Hierarchy::create_unchecked(const CacheGeomet
     for (size_t l = 0; l < n; ++l) {
       const uint64_t sets = g.levels[l].sets();
       m->set_index[l].sets = sets;
-      m->set_index[l].mask = (sets & (sets - 1)) == 0 ? sets - 1 : 0;
-      m->set_rows[l].assign(std::min(sets, kMaxCountedSets) * kNumOutcomes, 0);
+      const uint64_t folded = std::min(sets, kMaxCountedSets);  // both powers of two, if sets is
+      m->set_index[l].mask = (sets & (sets - 1)) == 0 ? folded - 1 : 0;
+      m->set_rows[l].assign(folded * kNumOutcomes, 0);
+      m->set_rows_at[l] = m->set_rows[l].data();
     }
   m->cores.reset(new std::atomic<CoreState*>[k.cores]);
   for (uint32_t i = 0; i < k.cores; ++i) m->cores[i].store(nullptr);

@@ -53,11 +53,12 @@ TEST(FaLru, MatchesReferenceOnRandomStreams) {
   }
 }
 
-// Runs of consecutive lines (eight share a home block, so clusters grow long and wrap around
-// the table's end) mixed with scattered lines: the probe order and deletion shifts must keep
-// every present line findable and every absent one absent.
+// Runs of consecutive lines (in a shadow of more than 2,048 lines eight share a home block, so
+// clusters grow long and wrap around the table's end; smaller ones hash each line alone) mixed
+// with scattered lines: the probe order and deletion shifts must keep every present line
+// findable and every absent one absent, grouped or not.
 TEST(FaLru, MatchesReferenceOnRunsAndScatter) {
-  for (uint64_t cap : {5u, 64u, 1000u}) {
+  for (uint64_t cap : {5u, 64u, 1000u, 2100u}) {
     FaLru f(cap);
     std::deque<uint64_t> ref;  // MRU at front
     std::mt19937_64 rng(cap + 1);
