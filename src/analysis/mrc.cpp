@@ -14,6 +14,13 @@ uint64_t dropped_at(const profile::Profile& p, uint32_t line_bytes) {
   return 0;
 }
 
+// Accesses at a line size: the profile's, plus those only that line size splits in two.
+uint64_t accesses_at(const profile::Profile& p, uint32_t line_bytes) {
+  for (const auto& i : p.reuse_info)
+    if (i.line_bytes == line_bytes) return p.meta.accesses + i.extra_accesses;
+  return p.meta.accesses;
+}
+
 std::string how_of(double rate, uint64_t dropped, const profile::Profile& p) {
   std::string how;
   char b[96];
@@ -69,7 +76,8 @@ std::optional<Mrc> program_mrc(const profile::Profile& p, uint32_t line_bytes) {
     m.rate = r.rate;
     m.dropped = dropped_at(p, line_bytes);
     m.how = how_of(r.rate, m.dropped, p);
-    for (uint64_t s : mrc_sizes(p)) m.points.push_back({s, miss_ratio_at(r, p.meta.accesses, s)});
+    const uint64_t accesses = accesses_at(p, line_bytes);
+    for (uint64_t s : mrc_sizes(p)) m.points.push_back({s, miss_ratio_at(r, accesses, s)});
     return m;
   }
   return std::nullopt;

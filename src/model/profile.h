@@ -252,8 +252,12 @@ struct ReuseInfoRecord {
   double rate;       // share of lines followed at the end (1: every line)
   uint64_t dropped;  // accesses to lines it could not follow
   uint64_t lines;    // lines followed at the end
+  // Accesses counted at this line size beyond the profile's (meta.accesses): at half the line,
+  // those that spanned both halves of their line are two accesses there. The curve's denominator
+  // is meta.accesses + extra_accesses.
+  uint64_t extra_accesses;
 };
-static_assert(sizeof(ReuseInfoRecord) == 32);
+static_assert(sizeof(ReuseInfoRecord) == 40);
 
 // One set of one level: its accesses by outcome (hit, then the miss kinds), summed over cores.
 // A level with more than kMaxSetRecords sets is folded: `set` is the index modulo that (the

@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
   for (auto& s : streams) {
     if (&s - streams != only) continue;
     const double t0 = cpu_now();
-    for (size_t i = 0; i < s.addrs.size(); ++i) reuse::access(0x401000 + (i & 3) * 4, s.addrs[i], false);
+    for (size_t i = 0; i < s.addrs.size(); ++i) reuse::access(0x401000 + (i & 3) * 4, s.addrs[i], 1, false);
     const double t1 = cpu_now();
     std::printf("%-30s %6.1f ns/access\n", s.name, (t1 - t0) * 1e9 / double(s.addrs.size()));
   }

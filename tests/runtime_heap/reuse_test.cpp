@@ -191,8 +191,8 @@ TEST(ReuseTracker, HistogramsMatchNaiveStacksAtAllThreeLineSizes) {
     const bool hit = prev != ~uint64_t(0) && (a >> 6) == (prev >> 6);
     const bool same_half = prev != ~uint64_t(0) && (a >> 5) == (prev >> 5);
     prev = a;
-    if (hit) on_hit(a);
-    else access(ip, a, false);
+    if (hit) on_hit(a, 1);
+    else access(ip, a, 1, false);
     const int64_t d64 = n64.access(a >> 6), d128 = n128.access(a >> 7), d32 = n32.access(a >> 5);
     hits += hit;
     switches += hit && !same_half;

@@ -70,7 +70,7 @@ __attribute__((always_inline)) inline bool memo_hit(sim::HitMemo* memo, IpTable*
   profile::InstructionRecord* s = ips->find_hot(ip - 1);
   if (s == nullptr || !memo->try_hit(addr, size, write)) return false;
   alog::append(addr, size, write, thread, alone);
-  reuse::on_hit(addr);  // the half-line curve: another half of the line is a reuse there
+  reuse::on_hit(addr, size);  // the half-line curve: another half of the line is a reuse there
   ++*accesses;
   s->accesses[write]++;
   return true;

@@ -189,6 +189,9 @@ struct State {
   bool asked[3] = {};  // sampled from the start by a knob
   // The line each stack saw last: its repeat is distance 0 and changes no order (no stack work).
   uint64_t last[3] = {~uint64_t(0), ~uint64_t(0), ~uint64_t(0)};
+  // Accesses that spanned both halves of their line: each is one more access at half the line
+  // (ReuseInfoRecord::extra_accesses), whether or not the half-line stack followed it.
+  std::atomic<uint64_t> half_spans{0};
   Histogram* program = nullptr;  // [3]
   // Instructions with their own histogram: ip -> index (open addressing, first come).
   uint64_t* ips = nullptr;  // ip + 1; 0 = empty
@@ -318,20 +321,37 @@ bool start(unsigned line_shift, const Knobs& k) {
   return g.on;
 }
 
-void access(uint64_t ip, uint64_t addr, bool concurrent) noexcept {
+void access(uint64_t ip, uint64_t addr, uint32_t size, bool concurrent) noexcept {
   if (!g.on) return;
   const uint64_t half = addr >> (g.line_shift - 1), line = half >> 1;
+  // The half line of its last byte, when the access spans both halves of its line.
+  const uint64_t end_half = size > 1 ? (addr + size - 1) >> (g.line_shift - 1) : half;
+  const bool spans = g.nstacks == 3 && end_half != half && (end_half >> 1) == line;
+  if (spans) g.half_spans.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t base = (spans ? addr + size - 1 : addr) & g_half.mask.load(std::memory_order_relaxed);
   // Sampling (past the memory bound, or asked for): most accesses stop at a hash and a compare.
   if (__builtin_expect(g.stacks[1].sampling(), 0) && !g.stacks[0].follows(line) &&
-      !g.stacks[1].follows(line >> 1) && (g.nstacks == 2 || (g.stacks[2].sampling() && !g.stacks[2].follows(half)))) {
-    if (g.nstacks == 3) g_half.base.store(addr & g_half.mask.load(std::memory_order_relaxed), std::memory_order_relaxed);
+      !g.stacks[1].follows(line >> 1) &&
+      (g.nstacks == 2 || (g.stacks[2].sampling() && !g.stacks[2].follows(half) &&
+                          (!spans || !g.stacks[2].follows(end_half))))) {
+    if (g.nstacks == 3) g_half.base.store(base, std::memory_order_relaxed);
     return;
   }
   if (concurrent) g.lock.lock();
-  if (g.nstacks == 3) g_half.base.store(addr & g_half.mask.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  if (g.nstacks == 3) g_half.base.store(base, std::memory_order_relaxed);
   if (g.popcnt) track_popcnt(ip, half);
   else track_plain(ip, half);
+  if (spans && !(g.stacks[2].sampling() && !g.stacks[2].follows(end_half))) {
+    if (g.popcnt) half_popcnt(end_half);
+    else half_plain(end_half);
+  }
   if (concurrent) g.lock.unlock();
+}
+
+void half_span(uint64_t last) noexcept {
+  if (g.nstacks != 3) return;
+  g.half_spans.fetch_add(1, std::memory_order_relaxed);
+  half_switch(last);
 }
 
 void half_switch(uint64_t addr) noexcept {
@@ -415,6 +435,7 @@ size_t export_info(profile::ReuseInfoRecord* out, size_t max) noexcept {
     r.rate = s.rate();
     r.dropped = s.dropped();
     r.lines = s.live();
+    if (i == 2) r.extra_accesses = g.half_spans.load(std::memory_order_relaxed);
   }
   return n;
 }

@@ -62,19 +62,25 @@ extern constinit HalfWatch g_half;
 
 // The half-line stack's share of an access the hit path took (another half of the same line).
 void half_switch(uint64_t addr) noexcept;
+// The second half of an access that spans both halves of its line (`last`: its last byte): at
+// half the line it is two accesses, as a simulation with half-size lines would count it.
+void half_span(uint64_t last) noexcept;
 // After a hit the hit path took by itself (the thread's previous line: distance 0 at the
-// simulated line size and twice it). Single-threaded callers only (the hit path's memo).
-__attribute__((always_inline)) inline void on_hit(uint64_t addr) noexcept {
-  if (__builtin_expect((addr & g_half.mask.load(std::memory_order_relaxed)) !=
-                           g_half.base.load(std::memory_order_relaxed), 0))
-    half_switch(addr);
+// simulated line size and twice it), of `size` bytes at `addr`, within one line. Single-threaded
+// callers only (the hit path's memo).
+__attribute__((always_inline)) inline void on_hit(uint64_t addr, uint32_t size) noexcept {
+  const uint64_t mask = g_half.mask.load(std::memory_order_relaxed);
+  if (__builtin_expect((addr & mask) != g_half.base.load(std::memory_order_relaxed), 0)) half_switch(addr);
+  if (__builtin_expect(((addr + size - 1) & mask) != (addr & mask), 0)) half_span(addr + size - 1);
 }
 
 // `line_shift`: log2 of the simulated line size. False when memory could not be had.
 bool start(unsigned line_shift, const Knobs& k = {});
 // One access by instruction `ip` (a return address minus one, as the profile keys them).
-// `concurrent`: other threads may call access() at the same time.
-void access(uint64_t ip, uint64_t addr, bool concurrent) noexcept;
+// `size`: its bytes (an access spanning both halves of its line is two at half the line; only its
+// first line counts at the simulated line size and twice it). `concurrent`: other threads may
+// call access() at the same time.
+void access(uint64_t ip, uint64_t addr, uint32_t size, bool concurrent) noexcept;
 // Records written by export_records: 2 or 3 program histograms + instructions.
 size_t record_count() noexcept;
 // Fills up to `max` records; returns how many. Call once recording stopped.

@@ -765,7 +765,7 @@ inline void inside(ThreadState* t, F&& f) {
 inline bool record(ThreadState* t, uint64_t ip, uint64_t addr, uint32_t size, bool write) {
   const bool l1_hit = g.sim->access(t->core, addr, size, write, t->result);
   alog::append(addr, size, write, t->index);
-  reuse::access(ip, addr, g.concurrent.load(std::memory_order_relaxed) && !g.relay_mode);
+  reuse::access(ip, addr, size, g.concurrent.load(std::memory_order_relaxed) && !g.relay_mode);
   t->accesses++;
   InstructionRecord* s = t->ips.get(ip);
   if (s) s->accesses[write]++;
@@ -855,7 +855,7 @@ __attribute__((noinline)) void access_rest(uintptr_t ip, uintptr_t addr, uint32_
     if (InstructionRecord* s = t->ips.find(at)) {
       t->accesses++;
       s->accesses[write]++;
-      reuse::access(at, addr, false);  // (one thread)
+      reuse::access(at, addr, size, false);  // (one thread)
       const bool hit = g.sim->access(t->core, addr, size, write, t->result);
       alog::append(addr, size, write, t->index, true);
       if (hit) return;
