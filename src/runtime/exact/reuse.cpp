@@ -273,6 +273,17 @@ __attribute__((noinline)) void track_plain(uint64_t ip, uint64_t half) { track(i
 __attribute__((target("popcnt"), noinline)) void half_popcnt(uint64_t half) { track_program(2, half); }
 __attribute__((noinline)) void half_plain(uint64_t half) { track_program(2, half); }
 
+// The half-line stack alone, for one access to `half`; a line the sampling does not follow stops
+// at a hash and a compare.
+void feed_half(uint64_t half) {
+  if (g.stacks[2].sampling() && !g.stacks[2].follows(half)) {
+    g.last[2] = ~uint64_t(0);
+    return;
+  }
+  if (g.popcnt) half_popcnt(half);
+  else half_plain(half);
+}
+
 }  // namespace
 
 constinit HalfWatch g_half;
@@ -341,10 +352,7 @@ void access(uint64_t ip, uint64_t addr, uint32_t size, bool concurrent) noexcept
   if (g.nstacks == 3) g_half.base.store(base, std::memory_order_relaxed);
   if (g.popcnt) track_popcnt(ip, half);
   else track_plain(ip, half);
-  if (spans && !(g.stacks[2].sampling() && !g.stacks[2].follows(end_half))) {
-    if (g.popcnt) half_popcnt(end_half);
-    else half_plain(end_half);
-  }
+  if (spans) feed_half(end_half);
   if (concurrent) g.lock.unlock();
 }
 
@@ -357,13 +365,7 @@ void half_span(uint64_t last) noexcept {
 void half_switch(uint64_t addr) noexcept {
   if (g.nstacks != 3) return;
   g_half.base.store(addr & g_half.mask.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  const uint64_t half = addr >> (g.line_shift - 1);
-  if (g.stacks[2].sampling() && !g.stacks[2].follows(half)) {
-    g.last[2] = ~uint64_t(0);
-    return;
-  }
-  if (g.popcnt) half_popcnt(half);
-  else half_plain(half);
+  feed_half(addr >> (g.line_shift - 1));
 }
 
 namespace {
