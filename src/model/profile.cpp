@@ -292,6 +292,7 @@ int with_sections(const Profile& p, Fn fn) {
       {Section::ObjectUse, sizeof(ObjectUseRecord), p.object_use.size(), p.object_use.data()},
       {Section::TraceTimes, sizeof(uint64_t), p.trace_times.size(), p.trace_times.data()},
       {Section::ReuseInfo, sizeof(ReuseInfoRecord), p.reuse_info.size(), p.reuse_info.data()},
+      {Section::Locks, sizeof(LockInfoRecord), p.locks.size(), p.locks.data()},
   };
   // The sections from CpuSampling on (the later additions) only up to the last that has
   // records, and the flow and working-set sections only when there are any: a profile without
@@ -427,6 +428,7 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
       case Section::ObjectUse: ok = take(data, s, &p.object_use); break;
       case Section::TraceTimes: ok = take(data, s, &p.trace_times); break;
       case Section::ReuseInfo: ok = take(data, s, &p.reuse_info); break;
+      case Section::Locks: ok = take(data, s, &p.locks) && s.count <= 1; break;
       default: break;  // unknown sections of the same version are skipped
     }
     if (!ok) return bad("section " + std::to_string(i) + " has records of an unexpected size");
@@ -456,6 +458,9 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
     if (a.window >= p.traces.size()) return bad("a traced access names a missing trace window");
   if (!p.trace_times.empty() && p.trace_times.size() != p.trace_accesses.size())
     return bad("the traced accesses' times do not match the traced accesses");
+  for (const auto& r : p.locks)
+    if (r.native_handovers > r.native_acquisitions || r.traced_handovers > r.traced_acquisitions)
+      return bad("the mutex hand-over counts exceed their acquisitions");
   if (!p.access_log.empty() && p.access_log_info.empty())
     return bad("an access log comes without its description");
   for (const auto& r : p.access_log_info)

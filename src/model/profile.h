@@ -96,6 +96,10 @@ enum class Section : uint32_t {
   // Reuse histogram was obtained (rate, accesses it could not follow). Readers of older builds
   // skip it; without it a histogram's own `rate` is all that is known.
   ReuseInfo,
+  // Soft mode's pthread mutex hand-overs (LockInfoRecord, zero or one): counted natively and in
+  // trace windows, to weigh coherence misses of critical sections (analysis/estimate.h). Readers
+  // of older builds skip it; without it no miss is weighted.
+  Locks,
 };
 
 struct FileHeader {
@@ -443,6 +447,27 @@ static_assert(sizeof(TraceAccessRecord) == 32);
 // The thread stepped over a system call since its previous recorded access: the time between
 // the two (TraceTimes) includes however long the call blocked (a futex wait, a read).
 inline constexpr uint8_t kTraceAfterSyscall = 1;
+// The access ran inside a pthread mutex lock or unlock call (glibc's traffic on the lock word),
+// or while its thread held at least one mutex taken through those calls (a critical section).
+// Set only by runtimes that interpose the calls (LockInfoRecord present).
+inline constexpr uint8_t kTraceInLockCall = 2, kTraceLockHeld = 4;
+
+// Soft mode: acquisitions of pthread mutexes (counted when they are released through
+// pthread_mutex_unlock) whose previous holder was known, and how many of them changed hands (the
+// previous holder was another thread), counted by the runtime's hooks natively (the thread was
+// not being stepped when it released the mutex) and in trace windows. Stepping slows the threads' own code ~1000x but not
+// the kernel's wake-ups, so a contended mutex changes hands far more often per acquisition in a
+// window than natively; the ratio of the two hand-over shares weighs the coherence misses of
+// critical sections replayed from the windows. `untracked`: acquisitions with no known previous
+// holder, not counted above (a mutex's first, or one whose slot in the runtime's table of last
+// holders another mutex had taken).
+struct LockInfoRecord {
+  uint64_t native_acquisitions, native_handovers;
+  uint64_t traced_acquisitions, traced_handovers;
+  uint64_t untracked;
+  uint64_t reserved;
+};
+static_assert(sizeof(LockInfoRecord) == 48);
 
 // Exact mode's CPU-time sampling: every thread the runtime records has a timer on its own CPU
 // clock (timer_create(CLOCK_THREAD_CPUTIME_ID), SIGEV_THREAD_ID) that interrupts it every
@@ -586,6 +611,7 @@ struct Profile {
   std::vector<TraceRecord> traces;
   std::vector<TraceAccessRecord> trace_accesses;
   std::vector<uint64_t> trace_times;  // empty, or one per trace_accesses entry (Section::TraceTimes)
+  std::vector<LockInfoRecord> locks;  // zero or one (Section::Locks)
   std::vector<StepRecord> steps;
   std::vector<ReuseRecord> reuse;
   std::vector<ReuseInfoRecord> reuse_info;  // empty in profiles of older builds

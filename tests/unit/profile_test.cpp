@@ -248,6 +248,34 @@ TEST_F(ProfileFile, ReuseInfoRoundTripsAndImpossibleOnesAreRefused) {
   }
 }
 
+// Soft mode's mutex hand-over counts (Section::Locks) round-trip; more hand-overs than
+// acquisitions, or two records, are refused with one sentence.
+TEST_F(ProfileFile, LockCountsRoundTripAndImpossibleOnesAreRefused) {
+  Profile p = sample();
+  p.locks.push_back({1000, 7, 300, 120, 5, 0});
+  ASSERT_TRUE(write_profile(path_, p).ok());
+  auto ok = read_profile(path_);
+  ASSERT_TRUE(ok.ok()) << ok.error();
+  ASSERT_EQ(ok->locks.size(), 1u);
+  EXPECT_EQ(ok->locks[0].native_acquisitions, 1000u);
+  EXPECT_EQ(ok->locks[0].native_handovers, 7u);
+  EXPECT_EQ(ok->locks[0].traced_acquisitions, 300u);
+  EXPECT_EQ(ok->locks[0].traced_handovers, 120u);
+  EXPECT_EQ(ok->locks[0].untracked, 5u);
+  for (int bad = 0; bad < 3; ++bad) {
+    Profile q = p;
+    if (bad == 0) q.locks[0].native_handovers = 1001;
+    if (bad == 1) q.locks[0].traced_handovers = 301;
+    if (bad == 2) q.locks.push_back(q.locks[0]);
+    std::filesystem::remove(path_);
+    ASSERT_TRUE(write_profile(path_, q).ok());
+    auto r2 = read_profile(path_);
+    ASSERT_FALSE(r2.ok()) << bad;
+    if (bad < 2) EXPECT_NE(r2.error().find("hand-over counts exceed"), std::string::npos) << r2.error();
+    else EXPECT_NE(r2.error().find("unexpected size"), std::string::npos) << r2.error();
+  }
+}
+
 // The data-flow and working-set sections round-trip; a record naming a missing site is refused.
 TEST_F(ProfileFile, FlowAndWorkingSetRoundTripAndBadSitesAreRefused) {
   Profile p = sample();
