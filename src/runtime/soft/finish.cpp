@@ -188,6 +188,8 @@ void write_profile(int term_signal) {
     if (traces) ntr = soft::trace::export_windows(traces, wc);
     if (!traces) nta = 0;  // accesses name windows: none without them
   }
+  profile::LockInfoRecord locks{};
+  const size_t nlocks = g.trace_on && soft::trace::export_locks(&locks) ? 1 : 0;
 
   // Strings: command, geometry source, module paths, notes.
   StringTable strings{alloc_array<char>(1 << 20), 0, 1 << 20};
@@ -228,6 +230,7 @@ void write_profile(int term_signal) {
       {profile::Section::Traces, sizeof(profile::TraceRecord), ntr, traces},
       {profile::Section::TraceAccesses, sizeof(profile::TraceAccessRecord), nta, taccs},
       {profile::Section::TraceTimes, sizeof(uint64_t), ttimes ? nta : 0, ttimes},
+      {profile::Section::Locks, sizeof(profile::LockInfoRecord), nlocks, &locks},
   };
   note_profile_written(profile::write_profile_sections(g.output, s, sizeof s / sizeof s[0]));
 }

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cmath>
@@ -116,6 +117,25 @@ struct Thread {
   bool syscalled;
 };
 __thread Thread t_tr __attribute__((tls_model("initial-exec")));
+__thread LockMarks t_lock __attribute__((tls_model("initial-exec")));
+
+// Mutex hand-over accounting (lock_released). Per-thread counters in slots of their own (a
+// thread takes a slot at its first release of a mutex; threads past kLockSlots share the last one,
+// with locked adds), and the last holder of each mutex in a direct-mapped table.
+struct alignas(64) LockSlot {
+  std::atomic<uint64_t> counts[4];  // native acquisitions, native hand-overs, traced ..., traced ...
+  std::atomic<uint64_t> untracked;
+};
+constexpr uint32_t kLockSlots = 256;
+constexpr uint32_t kHolderSlots = 4096;
+struct Holder {
+  std::atomic<uintptr_t> mutex;
+  std::atomic<uintptr_t> thread;  // its last releaser
+};
+LockSlot g_lock_slots[kLockSlots];
+Holder g_holders[kHolderSlots];
+std::atomic<uint32_t> g_lock_next{0};
+__thread uint32_t t_lock_slot __attribute__((tls_model("initial-exec")));  // index + 1
 
 uint64_t now_ns() {
   timespec ts;
@@ -261,6 +281,8 @@ profile::TraceEnd append_operands(const MemAccess& m, uint64_t rip, Window& w) {
     r.size = op.size;
     r.flags = op.flags;
     r.marks = t_tr.syscalled ? profile::kTraceAfterSyscall : 0;
+    if (t_lock.in_call) r.marks |= profile::kTraceInLockCall;
+    if (t_lock.held) r.marks |= profile::kTraceLockHeld;
     t_tr.syscalled = false;
     if (!at) at = now_ns();
     if (!append(r, at)) {
@@ -473,6 +495,52 @@ bool start_here(ucontext_t* uc, uint32_t thread_index, uint64_t fs_base, uint64_
 }
 
 bool tracing() { return t_tr.window != 0; }
+
+LockMarks& lock_marks() { return t_lock; }
+
+void lock_released(const void* mutex) {
+  if (!t_lock_slot) {
+    const uint32_t i = g_lock_next.fetch_add(1, std::memory_order_relaxed);
+    t_lock_slot = (i < kLockSlots ? i : kLockSlots - 1) + 1;
+  }
+  LockSlot& slot = g_lock_slots[t_lock_slot - 1];
+  const bool shared = t_lock_slot == kLockSlots;  // the overflow slot: several threads add to it
+  auto bump = [shared](std::atomic<uint64_t>& c) {
+    if (shared) c.fetch_add(1, std::memory_order_relaxed);
+    else c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  };
+  const uintptr_t m = reinterpret_cast<uintptr_t>(mutex);
+  // The thread's identity: its TCB address (pthread_self without the call).
+  uintptr_t self;
+  __asm__("mov %%fs:0, %0" : "=r"(self));
+  Holder& h = g_holders[((m >> 3) * 0x9e3779b97f4a7c15ull) >> (64 - 12)];
+  static_assert(kHolderSlots == 4096);
+  if (h.mutex.load(std::memory_order_relaxed) != m) {  // first seen, or it took another's slot
+    h.mutex.store(m, std::memory_order_relaxed);
+    h.thread.store(self, std::memory_order_relaxed);
+    bump(slot.untracked);
+    return;
+  }
+  const bool handover = h.thread.load(std::memory_order_relaxed) != self;
+  if (handover) h.thread.store(self, std::memory_order_relaxed);
+  const int base = t_tr.window ? 2 : 0;
+  bump(slot.counts[base]);
+  if (handover) bump(slot.counts[base + 1]);
+}
+
+bool export_locks(profile::LockInfoRecord* out) {
+  *out = {};
+  const uint32_t n = std::min(g_lock_next.load(std::memory_order_relaxed), kLockSlots);
+  for (uint32_t i = 0; i < n; ++i) {
+    const LockSlot& s = g_lock_slots[i];
+    out->native_acquisitions += s.counts[0].load(std::memory_order_relaxed);
+    out->native_handovers += s.counts[1].load(std::memory_order_relaxed);
+    out->traced_acquisitions += s.counts[2].load(std::memory_order_relaxed);
+    out->traced_handovers += s.counts[3].load(std::memory_order_relaxed);
+    out->untracked += s.untracked.load(std::memory_order_relaxed);
+  }
+  return n != 0;
+}
 
 void check_lost(ucontext_t* uc) {
   if (t_tr.window && !(uc->uc_mcontext.gregs[REG_EFL] & kTrapFlag))
