@@ -195,6 +195,48 @@ std::vector<uint32_t> replay_order(const Profile& p, const std::vector<uint32_t>
   return order;
 }
 
+// Mutex hand-over shares and the weight of lock-mediated coherence misses (estimate.h).
+struct LockWeight {
+  double native = -1, traced = -1, weight = -1;
+  uint64_t native_acq = 0, traced_acq = 0;
+};
+LockWeight lock_weight(const Profile& p) {
+  LockWeight w;
+  if (p.locks.empty()) return w;
+  const LockInfoRecord& r = p.locks[0];
+  w.native_acq = r.native_acquisitions;
+  w.traced_acq = r.traced_acquisitions;
+  if (r.native_acquisitions) w.native = double(r.native_handovers) / double(r.native_acquisitions);
+  if (r.traced_acquisitions) w.traced = double(r.traced_handovers) / double(r.traced_acquisitions);
+  if (r.native_acquisitions >= kMinLockAcquisitions && r.traced_acquisitions >= kMinLockAcquisitions &&
+      r.traced_handovers > 0)
+    w.weight = std::min(1.0, w.native / w.traced);
+  return w;
+}
+
+// Which of a group's replayed accesses (replay order) are lock-mediated L1 coherence misses: the
+// access ran in a lock call or critical section, and so did the previous write of its line by
+// another thread.
+std::vector<bool> lock_mediated(const Profile& p, const std::vector<uint32_t>& order,
+                                const std::vector<sim::AccessResult>& res, uint32_t line) {
+  constexpr uint8_t kLocked = kTraceInLockCall | kTraceLockHeld;
+  std::vector<bool> out(order.size(), false);
+  std::unordered_map<uint64_t, std::pair<uint32_t, bool>> last_write;  // line -> (thread, locked)
+  for (size_t k = 0; k < order.size(); ++k) {
+    const TraceAccessRecord& a = p.trace_accesses[order[k]];
+    const uint32_t thread = p.traces[a.window].thread;
+    const bool locked = a.marks & kLocked;
+    const sim::LineResult& lr = res[k].lines[0];
+    const bool coherence = lr.levels_reached && (lr.level[0] == sim::Outcome::TrueSharing ||
+                                                 lr.level[0] == sim::Outcome::FalseSharing);
+    if (coherence && locked)
+      if (auto it = last_write.find(a.addr / line); it != last_write.end())
+        out[k] = it->second.first != thread && it->second.second;
+    if (a.flags & kAccessWrite) last_write[a.addr / line] = {thread, locked};
+  }
+  return out;
+}
+
 }  // namespace
 
 bool uses_traces(const Profile& p) {
@@ -234,6 +276,12 @@ TraceSummary trace_summary(const Profile& p) {
         }
   }
   s.overlap = any ? double(both) / double(any) : -1;
+  const LockWeight lw = lock_weight(p);
+  s.native_handover_share = lw.native;
+  s.traced_handover_share = lw.traced;
+  s.lock_weight = lw.weight;
+  s.native_acquisitions = lw.native_acq;
+  s.traced_acquisitions = lw.traced_acq;
   return s;
 }
 
@@ -302,6 +350,10 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
   uint64_t first_start = UINT64_MAX;
   for (const TraceRecord& t : p.traces) first_start = std::min(first_start, t.start_ns);
   const uint64_t rcd_sets = std::min<uint64_t>(l1_sets, kMaxSetRecords);
+  // Lock-mediated coherence misses count with this weight: a running credit, a miss counting when
+  // it reaches one, else counting as the hit it would have been without the hand-over.
+  const double lweight = lock_weight(p).weight;
+  double lcredit = 0;
   for (const auto& wins : groups.groups) {
     std::map<uint32_t, std::pair<uint64_t, std::unordered_map<uint64_t, uint64_t>>> rcd_state;
     std::map<std::pair<uint64_t, uint32_t>, StepState> step_state;
@@ -361,12 +413,23 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
       for (size_t l = 0; l < nl && l < lr.levels_reached; ++l)
         if (lr.level[l] == sim::Outcome::Conflict) conflicts_inside.insert({p.trace_accesses[order[k]].ip, l});
     }
+    const std::vector<bool> thin =
+        lweight >= 0 && lweight < 1 ? lock_mediated(p, order, res, line) : std::vector<bool>(order.size(), false);
     for (size_t k = 0; k < order.size(); ++k) {
       const TraceAccessRecord& a = p.trace_accesses[order[k]];
       const uint32_t thread = p.traces[a.window].thread;
       const bool write = a.flags & kAccessWrite;
       const uint32_t size = std::clamp<uint32_t>(a.size, 1, 4096);
       sim::AccessResult& r = res[k];
+      if (thin[k]) {
+        lcredit += lweight;
+        if (lcredit >= 1) {
+          lcredit -= 1;
+        } else {
+          r.lines[0].level[0] = sim::Outcome::Hit;
+          r.lines[0].levels_reached = 1;
+        }
+      }
       if (first[k]) {
         sim::LineResult& lr = r.lines[0];
         for (size_t l = 0; l < nl && l < lr.levels_reached; ++l)

@@ -186,6 +186,61 @@ TEST(EstimateTrace, AThreadBlockedInASystemCallWaitsInTheReplay) {
   expect_top(c, Kind::TrueSharing, Origin::Application);
 }
 
+// Mutex hand-overs (estimate.h): coherence misses between critical sections are weighted by the
+// native / traced hand-over shares the runtime counted; misses outside critical sections, or
+// whose line came from outside one, count whole, and so does everything without the counts.
+TEST(EstimateTrace, LockHandOversAreWeightedByTheNativeShare) {
+  const testing::Workload w = testing::sharing_global(false, true);  // two threads, one word
+  auto profile_with = [&](bool locks, uint64_t native_handovers, int marked_thread) {
+    profile::Profile p = testing::traced_profile(w, TraceConfig{});
+    if (locks) {
+      profile::LockInfoRecord r{};
+      r.native_acquisitions = 100000;
+      r.native_handovers = native_handovers;
+      r.traced_acquisitions = 2000;
+      r.traced_handovers = 1000;  // a share of 0.5
+      p.locks.push_back(r);
+    }
+    for (profile::TraceAccessRecord& a : p.trace_accesses)
+      if (marked_thread < 0 || p.traces[a.window].thread == uint32_t(marked_thread))
+        a.marks |= profile::kTraceLockHeld;
+    return p;
+  };
+  auto coherence = [](profile::Profile p, Analysis* a = nullptr) {
+    Status st = estimate(p);
+    EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error());
+    if (a) *a = analyze(p);
+    return l1_kind(p, 4) + l1_kind(p, 5);
+  };
+  const uint64_t whole = coherence(profile_with(false, 0, -1));
+  ASSERT_GE(whole, 10000u);
+
+  // Native share 0.001 against 0.5 traced: one miss in 500 counts, and no finding.
+  Analysis a;
+  const uint64_t weighted = coherence(profile_with(true, 100, -1), &a);
+  EXPECT_GE(weighted, whole / 500 - 1);
+  EXPECT_LE(weighted, whole / 500 + 8);  // (a line's first miss in each replay group counts whole)
+  expect_none(a);
+  const TraceSummary s = trace_summary(profile_with(true, 100, -1));
+  EXPECT_DOUBLE_EQ(s.native_handover_share, 0.001);
+  EXPECT_DOUBLE_EQ(s.traced_handover_share, 0.5);
+  EXPECT_DOUBLE_EQ(s.lock_weight, 0.002);
+  EXPECT_EQ(s.native_acquisitions, 100000u);
+
+  // Only one thread in critical sections: its line comes from the other thread's unlocked
+  // writes, and the other thread's misses are unmarked: nothing is weighted.
+  EXPECT_EQ(coherence(profile_with(true, 100, 1)), whole);
+  // Natively as many hand-overs as traced (or more): weight 1.
+  EXPECT_EQ(coherence(profile_with(true, 1000 * 50, -1)), whole);
+  EXPECT_EQ(coherence(profile_with(true, 90000, -1)), whole);
+  // Counts without traced hand-overs, or too few acquisitions: no weight.
+  profile::Profile few = profile_with(true, 100, -1);
+  few.locks[0].traced_acquisitions = kMinLockAcquisitions - 1;
+  few.locks[0].traced_handovers = 1;
+  EXPECT_EQ(coherence(few), whole);
+  EXPECT_LT(trace_summary(few).lock_weight, 0);
+}
+
 TEST(EstimateTrace, ThreadsTracedInSeparateEpochsAreReplayedInPairs) {
   // A busy machine runs one thread per epoch: each epoch that traced one thread is replayed with
   // the next one that traced the other, so the sharing pattern is still found (and the summary
