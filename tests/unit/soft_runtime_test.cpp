@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
+#include <cstdio>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
@@ -103,7 +105,10 @@ TEST(SoftRuntime, SamplesAPlainProgram) {
   EXPECT_EQ(p->meta.mode, uint32_t(whymiss::profile::Mode::Soft));
   EXPECT_EQ(p->meta.sample_source, uint32_t(whymiss::profile::SampleSource::TaskClock));
   EXPECT_EQ(p->meta.sample_period_ns, 200'000u);
-  EXPECT_GT(p->samples.size(), 100u) << "300 ms of CPU at one sample per 200 us";
+  // Taken, not kept: how many samples land on a memory instruction depends on the loop's code
+  // placement and the CPU's skid (on a Zen 4 guest one layout kept 280 of 1,350, another 75).
+  EXPECT_GT(p->meta.samples, 1000u) << "300 ms of CPU at one sample per 200 us";
+  EXPECT_GT(p->samples.size(), 20u);
   uint64_t discarded = 0;
   for (uint64_t d : p->meta.discarded) discarded += d;
   EXPECT_EQ(p->meta.samples, p->samples.size() + discarded) << "every sample taken is kept or counted";
@@ -136,7 +141,7 @@ TEST(SoftRuntime, ProgramTakingEverySignalKeepsItsHandlersAndSamplingGoesOn) {
   EXPECT_EQ(r.out, "ok claim\n");
   auto p = whymiss::profile::read_profile(r.profile_path);
   ASSERT_TRUE(p) << p.error();
-  EXPECT_GT(p->samples.size(), 100u);
+  EXPECT_GT(p->meta.samples, 1000u);  // taken (kept ones depend on code placement: above)
   EXPECT_TRUE(has_note(*p, "the program installed a handler for signal"));
 }
 
@@ -148,7 +153,7 @@ TEST(SoftRuntime, ForkedChildRunsUnprofiledAndLeavesTheParentsProfile) {
   ASSERT_TRUE(p) << p.error();
   EXPECT_EQ(p->meta.pid, uint64_t(p->meta.pid));
   EXPECT_EQ(p->threads.size(), 1u) << "only the parent's main thread";
-  EXPECT_GT(p->samples.size(), 50u);
+  EXPECT_GT(p->meta.samples, 500u);  // taken (kept ones depend on code placement: above)
 }
 
 // pmu mode's live path on this machine: a plan in the PEBS sample format whose event is the
@@ -188,7 +193,7 @@ TEST(SoftRuntime, PmuPlanThatDoesNotOpenFallsBackToSoft) {
   ASSERT_TRUE(p) << p.error();
   EXPECT_EQ(p->meta.mode, uint32_t(whymiss::profile::Mode::Soft));
   EXPECT_TRUE(has_note(*p, "fell back to soft sampling"));
-  EXPECT_GT(p->samples.size(), 100u);
+  EXPECT_GT(p->meta.samples, 1000u);  // taken (kept ones depend on code placement: above)
 }
 
 TEST(SoftRuntime, TraceWindowsAreRecordedBesideTheSamples) {
@@ -219,6 +224,36 @@ TEST(SoftRuntime, TheProgramChangingSigtrapWhileAThreadStepsNeitherDiesNorGetsOu
   EXPECT_FALSE(p->traces.empty());
 }
 
+// The pthread mutex hooks (soft/lock_hooks.cpp): the program's results and error codes are
+// libc's; the profile counts acquisitions and hand-overs (the program counted its own: the
+// hooks' native count is of the same order), and the traced accesses of lock calls and critical
+// sections carry their marks.
+TEST(SoftRuntime, MutexHooksCountHandOversAndMarkTracedCriticalSections) {
+  HelperRun r = run_helper("mutex", false, {"WHYMISS_TRACE=1"});
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out << r.err;
+  long count = 0, own = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "ok mutex %ld handovers=%ld", &count, &own), 2) << r.out;
+  auto p = whymiss::profile::read_profile(r.profile_path);
+  ASSERT_TRUE(p) << p.error();
+  ASSERT_EQ(p->locks.size(), 1u);
+  const auto& l = p->locks[0];
+  // Every tenure of the counter's mutex is counted once, natively or traced, but its first
+  // (no previous holder), plus the checked mutex's one tenure (its first too).
+  EXPECT_EQ(l.native_acquisitions + l.traced_acquisitions + l.untracked, uint64_t(count) + 1);
+  EXPECT_EQ(l.untracked, 2u);
+  EXPECT_LE(l.native_handovers + l.traced_handovers, uint64_t(own) + 1);
+  EXPECT_GE(l.native_handovers + l.traced_handovers + 1, uint64_t(own));
+  ASSERT_FALSE(p->traces.empty()) << "a run of 400 ms of CPU gets its first window 20-100 ms in";
+  uint64_t in_call = 0, held = 0;
+  for (const auto& a : p->trace_accesses) {
+    in_call += (a.marks & whymiss::profile::kTraceInLockCall) != 0;
+    held += (a.marks & whymiss::profile::kTraceLockHeld) != 0;
+  }
+  EXPECT_GT(in_call, 0u);
+  EXPECT_GT(held, 0u) << "the counter's increments are traced with the mutex held";
+  EXPECT_GT(l.traced_acquisitions, 0u);
+}
+
 TEST(SoftRuntime, PmuModeWithoutAPlanFallsBackToSoft) {
   HelperRun r = run_helper("work", false, {"WHYMISS_MODE=pmu", "WHYMISS_PMU_PLAN=garbage"});
   ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out << r.err;
@@ -226,7 +261,7 @@ TEST(SoftRuntime, PmuModeWithoutAPlanFallsBackToSoft) {
   ASSERT_TRUE(p) << p.error();
   EXPECT_EQ(p->meta.mode, uint32_t(whymiss::profile::Mode::Soft));
   EXPECT_TRUE(has_note(*p, "fell back to soft sampling"));
-  EXPECT_GT(p->samples.size(), 100u);
+  EXPECT_GT(p->meta.samples, 1000u);  // taken (kept ones depend on code placement: above)
 }
 
 }  // namespace

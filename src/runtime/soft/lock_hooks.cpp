@@ -1,7 +1,7 @@
 // Soft mode's interposed pthread mutex calls: each calls libc's function unchanged and tells the
 // trace module (soft/trace.h) what it needs to weigh lock hand-overs: the calling thread's marks
 // (inside a lock or unlock call; holding a mutex) for the accesses a trace window records, and
-// every successful release, for the hand-over counts (profile::LockInfoRecord). Why: stepping
+// every release of a mutex it took, for the hand-over counts (profile::LockInfoRecord). Why: stepping
 // slows a thread's own code ~1000x but not the kernel's wake-ups, so in a window a contended
 // mutex changes hands far more often per acquisition than it does natively; the analysis scales
 // the replayed coherence misses of critical sections by the two measured hand-over shares.
@@ -40,17 +40,41 @@ Fn next_fn(std::atomic<Fn>& cache, const char* name) {
 }
 
 // Whether this call is the program's and windows are on (then it is accounted).
-bool accounted() { return g.trace_on && !whymiss::rt::in_runtime(); }
+bool accounted() {
+  return g.trace_on && g.state.load(std::memory_order_relaxed) == whymiss::rt::softrt::kRecording &&
+         !whymiss::rt::in_runtime();
+}
 
-// Runs libc's acquisition `call` with the in-call mark up; a success raises the held mark.
+void hold(trace::LockMarks& mk, const void* m) {
+  if (mk.listed < trace::LockMarks::kHeldSlots) mk.mutexes[mk.listed++] = m;
+  else ++mk.overflow;
+  ++mk.held;
+}
+
+// Takes `m` off the thread's list; false if it was not on it (nor can be in the overflow).
+bool unhold(trace::LockMarks& mk, const void* m) {
+  for (uint32_t i = mk.listed; i-- > 0;)
+    if (mk.mutexes[i] == m) {
+      mk.mutexes[i] = mk.mutexes[--mk.listed];
+      --mk.held;
+      return true;
+    }
+  if (!mk.overflow) return false;
+  --mk.overflow;
+  --mk.held;
+  return true;
+}
+
+// Runs libc's acquisition `call` with the in-call mark up; a success lists the mutex as held.
+// EOWNERDEAD (a robust mutex whose holder died) is an acquisition too.
 template <class Call>
-int acquire(Call call) {
+int acquire(pthread_mutex_t* m, Call call) {
   if (!accounted()) return call();
   trace::LockMarks& mk = trace::lock_marks();
   ++mk.in_call;
   const int rc = call();
   --mk.in_call;
-  if (rc == 0) ++mk.held;
+  if (rc == 0 || rc == EOWNERDEAD) hold(mk, m);
   return rc;
 }
 
@@ -62,21 +86,29 @@ WM_HOOK int pthread_mutex_lock(pthread_mutex_t* m) {
   static std::atomic<int (*)(pthread_mutex_t*)> real{nullptr};
   auto fn = next_fn(real, "pthread_mutex_lock");
   if (fn == nullptr) return EINVAL;
-  return acquire([&] { return fn(m); });
+  return acquire(m, [&] { return fn(m); });
 }
 
 WM_HOOK int pthread_mutex_trylock(pthread_mutex_t* m) {
   static std::atomic<int (*)(pthread_mutex_t*)> real{nullptr};
   auto fn = next_fn(real, "pthread_mutex_trylock");
   if (fn == nullptr) return EINVAL;
-  return acquire([&] { return fn(m); });
+  return acquire(m, [&] { return fn(m); });
 }
 
 WM_HOOK int pthread_mutex_timedlock(pthread_mutex_t* m, const struct timespec* t) {
   static std::atomic<int (*)(pthread_mutex_t*, const struct timespec*)> real{nullptr};
   auto fn = next_fn(real, "pthread_mutex_timedlock");
   if (fn == nullptr) return EINVAL;
-  return acquire([&] { return fn(m, t); });
+  return acquire(m, [&] { return fn(m, t); });
+}
+
+// (glibc 2.30; libstdc++'s timed mutexes wait with it.)
+WM_HOOK int pthread_mutex_clocklock(pthread_mutex_t* m, clockid_t c, const struct timespec* t) {
+  static std::atomic<int (*)(pthread_mutex_t*, clockid_t, const struct timespec*)> real{nullptr};
+  auto fn = next_fn(real, "pthread_mutex_clocklock");
+  if (fn == nullptr) return EINVAL;
+  return acquire(m, [&] { return fn(m, c, t); });
 }
 
 WM_HOOK int pthread_mutex_unlock(pthread_mutex_t* m) {
@@ -85,14 +117,12 @@ WM_HOOK int pthread_mutex_unlock(pthread_mutex_t* m) {
   if (fn == nullptr) return EINVAL;
   if (!accounted()) return fn(m);
   trace::LockMarks& mk = trace::lock_marks();
-  if (mk.held) --mk.held;  // (a mutex taken before windows were on, or by libc itself: none)
+  // Still holding it: the hand-over accounting is serialised by the mutex itself.
+  const bool ours = unhold(mk, m);
+  if (ours) trace::lock_releasing(m);
   ++mk.in_call;
   const int rc = fn(m);
   --mk.in_call;
-  if (rc == 0) {
-    const int saved = errno;
-    trace::lock_released(m);
-    errno = saved;
-  }
+  if (rc != 0 && ours) hold(mk, m);  // not released after all (an error-checking mutex)
   return rc;
 }

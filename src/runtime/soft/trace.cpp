@@ -119,7 +119,7 @@ struct Thread {
 __thread Thread t_tr __attribute__((tls_model("initial-exec")));
 __thread LockMarks t_lock __attribute__((tls_model("initial-exec")));
 
-// Mutex hand-over accounting (lock_released). Per-thread counters in slots of their own (a
+// Mutex hand-over accounting (lock_releasing). Per-thread counters in slots of their own (a
 // thread takes a slot at its first release of a mutex; threads past kLockSlots share the last one,
 // with locked adds), and the last holder of each mutex in a direct-mapped table.
 struct alignas(64) LockSlot {
@@ -498,7 +498,7 @@ bool tracing() { return t_tr.window != 0; }
 
 LockMarks& lock_marks() { return t_lock; }
 
-void lock_released(const void* mutex) {
+void lock_releasing(const void* mutex) {
   if (!t_lock_slot) {
     const uint32_t i = g_lock_next.fetch_add(1, std::memory_order_relaxed);
     t_lock_slot = (i < kLockSlots ? i : kLockSlots - 1) + 1;

@@ -118,20 +118,23 @@ size_t export_accesses(profile::TraceAccessRecord* out, uint64_t* times, size_t 
 
 // pthread mutex hand-overs (soft/lock_hooks.cpp interposes the calls and reports here). The
 // hooks keep the calling thread's marks current; the SIGTRAP handler copies them into each
-// recorded access (profile::kTraceInLockCall, kTraceLockHeld). lock_released() is called after
-// every successful unlock: the holders of a mutex are the threads that release it in turn, so
-// a fixed table of each mutex's last releaser tells whether this tenure followed another
-// thread's (a hand-over). It runs after the unlock, outside the critical section, so that the
-// accounting does not lengthen the lock's hold time (which would make it contend more).
-// Counted as traced when the thread is stepping, else native. Lock-free, allocation-free, no
-// locked instruction on the common path (a thread's counters are its own; a table entry is
-// written only when its releaser changes).
+// recorded access (profile::kTraceInLockCall, kTraceLockHeld). lock_releasing() is called by the
+// holder just before libc releases the mutex, so calls for one mutex are serialised by the mutex
+// itself: a fixed table of each mutex's last releaser tells whether this tenure followed another
+// thread's (a hand-over). Counted as traced when the thread is stepping, else native. Lock-free,
+// allocation-free, no locked instruction on the common path (a thread's counters are its own; a
+// table entry is written only when its releaser changes).
 struct LockMarks {
-  uint32_t held;     // mutexes the thread holds (taken through the hooks)
-  uint32_t in_call;  // inside a lock or unlock call of libc
+  uint32_t held;     // mutexes the thread holds (taken through the hooks); the SIGTRAP handler reads it
+  uint32_t in_call;  // inside a lock or unlock call of libc; the SIGTRAP handler reads it
+  // Which ones (the hooks' own): an unlock of a mutex not listed (taken before the hooks
+  // counted, or by another thread) changes nothing. Past kHeldSlots, `overflow` counts.
+  static constexpr uint32_t kHeldSlots = 8;
+  const void* mutexes[kHeldSlots];
+  uint32_t listed, overflow;
 };
 LockMarks& lock_marks();
-void lock_released(const void* mutex);
+void lock_releasing(const void* mutex);
 // Sums of every thread's counts; false when no acquisition was seen.
 bool export_locks(profile::LockInfoRecord* out);
 
