@@ -57,13 +57,18 @@
 // under soft mode's sampling). The soft runtime interposes the mutex calls and counts, natively and in windows,
 // acquisitions and those whose previous holder was another thread (profile::LockInfoRecord);
 // each traced access carries whether it ran inside a lock or unlock call or with a mutex held.
-// A replayed L1 coherence miss is *lock-mediated* when its access is so marked and the line's
-// previous write by another thread was marked too (the line moved from one critical section to
-// another: it can only move when the lock does). Those misses are counted with weight
-// (native hand-overs per acquisition) / (traced hand-overs per acquisition), at most 1 (a
-// thinned miss counts as the hit it would have been); every other miss, lock-free or spinning
-// sharing included, counts whole. No weight without the counts (older profiles, no windows on
-// the hooks) or with fewer than kMinLockAcquisitions acquisitions on either side.
+// A replayed L1 coherence miss is *lock-mediated* when its access ran under a mutex (in a lock or
+// unlock call, or with one held) and the line's previous write by another thread ran under the
+// same mutex (told apart by the lock word's line: see lock_mediated()): the line moved from one
+// critical section to another of that lock, which it can only do when the lock changes hands.
+// Those misses are counted with weight (native hand-over share) / (traced hand-over share), at
+// most 1, each share smoothed as (hand-overs + 1) / (acquisitions + 2); a thinned miss counts as
+// the hit it would have been. Every other miss, lock-free sharing and lines shared outside the
+// lock included, counts whole. No weight without the counts (older profiles, runs without trace
+// windows) or with fewer than kMinLockAcquisitions acquisitions on either side. The weight pools
+// every mutex of the program; "native" is outside the windows under soft mode's own sampling and
+// hooks, which make a contended lock change hands more often than the bare program does (so the
+// weight errs towards keeping misses).
 // Limits: a reuse longer than a window (in distinct lines) is seen as one window long, so
 // capacity misses of levels larger than a window's footprint (L2, L3) are undercounted; windows
 // are short (~20,000 instructions), so a phase of the program that no window fell in is missed.
@@ -110,9 +115,10 @@ struct TraceSummary {
   // measured or not applied (then every miss counts).
   double native_handover_share = -1, traced_handover_share = -1, lock_weight = -1;
   uint64_t native_acquisitions = 0, traced_acquisitions = 0;
+  uint64_t untracked_acquisitions = 0;  // with no known previous holder (LockInfoRecord::untracked)
 };
 // Fewer acquisitions than this on either side: no weight (the shares are too uncertain).
-inline constexpr uint64_t kMinLockAcquisitions = 16;
+inline constexpr uint64_t kMinLockAcquisitions = 32;
 TraceSummary trace_summary(const profile::Profile& p);
 // The trace path of estimate() (called by it when uses_traces(p)).
 Status estimate_from_traces(profile::Profile& p, const EstimateKnobs& k);

@@ -195,10 +195,11 @@ std::vector<uint32_t> replay_order(const Profile& p, const std::vector<uint32_t>
   return order;
 }
 
-// Mutex hand-over shares and the weight of lock-mediated coherence misses (estimate.h).
+// Mutex hand-over shares and the weight of lock-mediated coherence misses (estimate.h). A share
+// is (hand-overs + 1) / (acquisitions + 2): never 0 or 1 from a few counts.
 struct LockWeight {
   double native = -1, traced = -1, weight = -1;
-  uint64_t native_acq = 0, traced_acq = 0;
+  uint64_t native_acq = 0, traced_acq = 0, untracked = 0;
 };
 LockWeight lock_weight(const Profile& p) {
   LockWeight w;
@@ -206,8 +207,10 @@ LockWeight lock_weight(const Profile& p) {
   const LockInfoRecord& r = p.locks[0];
   w.native_acq = r.native_acquisitions;
   w.traced_acq = r.traced_acquisitions;
-  if (r.native_acquisitions) w.native = double(r.native_handovers) / double(r.native_acquisitions);
-  if (r.traced_acquisitions) w.traced = double(r.traced_handovers) / double(r.traced_acquisitions);
+  w.untracked = r.untracked;
+  auto share = [](uint64_t h, uint64_t n) { return (double(h) + 1) / (double(n) + 2); };
+  if (r.native_acquisitions) w.native = share(r.native_handovers, r.native_acquisitions);
+  if (r.traced_acquisitions) w.traced = share(r.traced_handovers, r.traced_acquisitions);
   if (r.native_acquisitions >= kMinLockAcquisitions && r.traced_acquisitions >= kMinLockAcquisitions &&
       r.traced_handovers > 0)
     w.weight = std::min(1.0, w.native / w.traced);
@@ -215,25 +218,40 @@ LockWeight lock_weight(const Profile& p) {
 }
 
 // Which of a group's replayed accesses (replay order) are lock-mediated L1 coherence misses: the
-// access ran in a lock call or critical section, and so did the previous write of its line by
-// another thread.
+// access ran under a mutex (in its lock or unlock call, or while held) and the line's previous
+// write by another thread ran under the same mutex. A mutex is known by its lock word's line: an
+// access in a lock call is on it (glibc's lock, unlock and wait paths touch only the mutex), and
+// a held stretch belongs to the line of its thread's last write in a lock call (with nested
+// mutexes, the innermost). Two passes over the order, as the replay makes: the second sees the
+// first's last writes, as the simulator's second pass does.
 std::vector<bool> lock_mediated(const Profile& p, const std::vector<uint32_t>& order,
                                 const std::vector<sim::AccessResult>& res, uint32_t line) {
-  constexpr uint8_t kLocked = kTraceInLockCall | kTraceLockHeld;
   std::vector<bool> out(order.size(), false);
-  std::unordered_map<uint64_t, std::pair<uint32_t, bool>> last_write;  // line -> (thread, locked)
-  for (size_t k = 0; k < order.size(); ++k) {
-    const TraceAccessRecord& a = p.trace_accesses[order[k]];
-    const uint32_t thread = p.traces[a.window].thread;
-    const bool locked = a.marks & kLocked;
-    const sim::LineResult& lr = res[k].lines[0];
-    const bool coherence = lr.levels_reached && (lr.level[0] == sim::Outcome::TrueSharing ||
-                                                 lr.level[0] == sim::Outcome::FalseSharing);
-    if (coherence && locked)
-      if (auto it = last_write.find(a.addr / line); it != last_write.end())
-        out[k] = it->second.first != thread && it->second.second;
-    if (a.flags & kAccessWrite) last_write[a.addr / line] = {thread, locked};
-  }
+  std::unordered_map<uint64_t, std::pair<uint32_t, uint64_t>> last_write;  // line -> (thread, mutex line + 1)
+  std::unordered_map<uint32_t, uint64_t> mutex_line;                        // thread -> its last lock-call write's line + 1
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t k = 0; k < order.size(); ++k) {
+      const TraceAccessRecord& a = p.trace_accesses[order[k]];
+      const uint32_t thread = p.traces[a.window].thread;
+      const uint64_t ln = a.addr / line;
+      const bool write = a.flags & kAccessWrite;
+      uint64_t under = 0;  // the mutex's line + 1, 0 for none
+      if (a.marks & kTraceInLockCall) {
+        under = ln + 1;
+        if (write) mutex_line[thread] = ln + 1;
+      } else if (a.marks & kTraceLockHeld) {
+        if (auto it = mutex_line.find(thread); it != mutex_line.end()) under = it->second;
+      }
+      if (pass == 1 && under) {
+        const sim::LineResult& lr = res[k].lines[0];
+        const bool coherence = lr.levels_reached && (lr.level[0] == sim::Outcome::TrueSharing ||
+                                                     lr.level[0] == sim::Outcome::FalseSharing);
+        if (coherence)
+          if (auto it = last_write.find(ln); it != last_write.end())
+            out[k] = it->second.first != thread && it->second.second == under;
+      }
+      if (write) last_write[ln] = {thread, under};
+    }
   return out;
 }
 
@@ -282,6 +300,7 @@ TraceSummary trace_summary(const Profile& p) {
   s.lock_weight = lw.weight;
   s.native_acquisitions = lw.native_acq;
   s.traced_acquisitions = lw.traced_acq;
+  s.untracked_acquisitions = lw.untracked;
   return s;
 }
 
@@ -350,10 +369,11 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
   uint64_t first_start = UINT64_MAX;
   for (const TraceRecord& t : p.traces) first_start = std::min(first_start, t.start_ns);
   const uint64_t rcd_sets = std::min<uint64_t>(l1_sets, kMaxSetRecords);
-  // Lock-mediated coherence misses count with this weight: a running credit, a miss counting when
-  // it reaches one, else counting as the hit it would have been without the hand-over.
+  // Lock-mediated coherence misses count with this weight: a running credit per instruction
+  // (from one half: counts round to nearest), a miss counting when it reaches one, else counting
+  // as the hit it would have been without the hand-over.
   const double lweight = lock_weight(p).weight;
-  double lcredit = 0;
+  std::unordered_map<uint64_t, double> lcredit;
   for (const auto& wins : groups.groups) {
     std::map<uint32_t, std::pair<uint64_t, std::unordered_map<uint64_t, uint64_t>>> rcd_state;
     std::map<std::pair<uint64_t, uint32_t>, StepState> step_state;
@@ -422,9 +442,10 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
       const uint32_t size = std::clamp<uint32_t>(a.size, 1, 4096);
       sim::AccessResult& r = res[k];
       if (thin[k]) {
-        lcredit += lweight;
-        if (lcredit >= 1) {
-          lcredit -= 1;
+        double& credit = lcredit.try_emplace(a.ip, 0.5).first->second;
+        credit += lweight;
+        if (credit >= 1) {
+          credit -= 1;
         } else {
           r.lines[0].level[0] = sim::Outcome::Hit;
           r.lines[0].levels_reached = 1;

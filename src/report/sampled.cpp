@@ -135,13 +135,15 @@ void text_header(std::ostream& out, const profile::Profile& p) {
         std::snprintf(v, sizeof v, x < 0.01 ? "%.2g%%" : "%.1f%%", x * 100);
         return std::string(v);
       };
-      std::snprintf(b, sizeof b, "\n  mutexes changed hands in %s of %s acquisitions natively, %s of %s in the windows (counted)",
+      std::snprintf(b, sizeof b,
+                    "\n  mutexes changed hands in %s of %s acquisitions outside the windows, %s of %s in them "
+                    "(counted by the runtime's pthread mutex hooks)",
                     share(t.native_handover_share).c_str(), thousands(t.native_acquisitions).c_str(),
                     share(t.traced_handover_share).c_str(), thousands(t.traced_acquisitions).c_str());
       out << b;
-      if (t.lock_weight >= 0 && t.lock_weight < 1)
-        out << ": coherence misses between critical sections count " << share(t.lock_weight)
-            << " (stepping lets a contended lock change hands more often than it does natively)";
+      if (analysis::uses_traces(p) && t.lock_weight >= 0 && t.lock_weight < 1)
+        out << ": coherence misses between critical sections of one mutex count " << share(t.lock_weight)
+            << " (stepping lets a contended lock change hands more often than it does outside them)";
     }
     if (!analysis::uses_traces(p))
       out << "\n  (too few traced accesses to count from: a longer run gives more windows; misses modelled from samples)";
@@ -221,9 +223,11 @@ void json_sampling(JsonWriter& w, const profile::Profile& p) {
       w.field("native_acquisitions", t.native_acquisitions).field("traced_acquisitions", t.traced_acquisitions);
       if (t.native_handover_share >= 0) w.field("native_handover_share", t.native_handover_share);
       if (t.traced_handover_share >= 0) w.field("traced_handover_share", t.traced_handover_share);
-      if (t.lock_weight >= 0) w.field("weight", t.lock_weight);
-      w.field("how", "pthread mutex acquisitions and hand-overs counted by the runtime's hooks; weight applied to "
-                     "coherence misses between critical sections replayed from the windows").end_object();
+      w.field("untracked_acquisitions", t.untracked_acquisitions);
+      if (analysis::uses_traces(p) && t.lock_weight >= 0 && t.lock_weight < 1) w.field("weight", t.lock_weight);
+      w.field("how", "pthread mutex acquisitions and hand-overs counted by the runtime's hooks, outside the "
+                     "windows (native) and in them (traced); the weight, when given, was applied to coherence "
+                     "misses between critical sections of one mutex replayed from the windows").end_object();
     }
     w.field("counts_from_traces", analysis::uses_traces(p)).end_object();
   }

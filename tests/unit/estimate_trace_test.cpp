@@ -186,59 +186,82 @@ TEST(EstimateTrace, AThreadBlockedInASystemCallWaitsInTheReplay) {
   expect_top(c, Kind::TrueSharing, Origin::Application);
 }
 
-// Mutex hand-overs (estimate.h): coherence misses between critical sections are weighted by the
-// native / traced hand-over shares the runtime counted; misses outside critical sections, or
-// whose line came from outside one, count whole, and so does everything without the counts.
+// Mutex hand-overs (estimate.h): coherence misses between critical sections of one mutex are
+// weighted by the native / traced hand-over shares the runtime counted, a thinned miss counting
+// as a hit; misses outside critical sections, from another mutex's, or without the counts count
+// whole.
 TEST(EstimateTrace, LockHandOversAreWeightedByTheNativeShare) {
   const testing::Workload w = testing::sharing_global(false, true);  // two threads, one word
-  auto profile_with = [&](bool locks, uint64_t native_handovers, int marked_thread) {
+  enum Marks { kNone, kBoth, kThreadOne, kOtherMutex };
+  // Each window starts with a write in a lock call (glibc taking the mutex: its lock word's line
+  // names the mutex), then holds it; kOtherMutex: thread 2's lock word is on another line.
+  auto profile_with = [&](bool locks, uint64_t native_handovers, Marks marks) {
     profile::Profile p = testing::traced_profile(w, TraceConfig{});
     if (locks) {
       profile::LockInfoRecord r{};
       r.native_acquisitions = 100000;
       r.native_handovers = native_handovers;
       r.traced_acquisitions = 2000;
-      r.traced_handovers = 1000;  // a share of 0.5
+      r.traced_handovers = 1000;
       p.locks.push_back(r);
     }
-    for (profile::TraceAccessRecord& a : p.trace_accesses)
-      if (marked_thread < 0 || p.traces[a.window].thread == uint32_t(marked_thread))
+    std::map<uint32_t, bool> started;
+    for (profile::TraceAccessRecord& a : p.trace_accesses) {
+      const uint32_t thread = p.traces[a.window].thread;
+      if (marks == kNone || (marks == kThreadOne && thread != 1)) continue;
+      if (!started[a.window]) {
+        started[a.window] = true;
+        a.marks |= profile::kTraceInLockCall;
+        a.flags = profile::kAccessWrite;
+        if (marks == kOtherMutex && thread == 2) a.addr += 64 * 1024;
+      } else {
         a.marks |= profile::kTraceLockHeld;
+      }
+    }
     return p;
   };
-  auto coherence = [](profile::Profile p, Analysis* a = nullptr) {
+  struct Counts { uint64_t coherence, hits; };
+  auto counts = [](profile::Profile p, Analysis* a = nullptr) {
     Status st = estimate(p);
     EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error());
     if (a) *a = analyze(p);
-    return l1_kind(p, 4) + l1_kind(p, 5);
+    return Counts{l1_kind(p, 4) + l1_kind(p, 5), l1_kind(p, 0)};
   };
-  const uint64_t whole = coherence(profile_with(false, 0, -1));
-  ASSERT_GE(whole, 10000u);
-
-  // Native share 0.001 against 0.5 traced: one miss in 500 counts, and no finding.
+  // Native share ~0.001 against ~0.5 traced: one miss in ~500 counts, the rest are hits, and no
+  // finding.
+  const Counts whole = counts(profile_with(false, 0, kBoth));
+  ASSERT_GE(whole.coherence, 10000u);
   Analysis a;
-  const uint64_t weighted = coherence(profile_with(true, 100, -1), &a);
-  EXPECT_GE(weighted, whole / 500 - 1);
-  EXPECT_LE(weighted, whole / 500 + 8);  // (a line's first miss in each replay group counts whole)
+  const Counts weighted = counts(profile_with(true, 100, kBoth), &a);
+  const double wt = (101.0 / 100002) / (1001.0 / 2002);
+  EXPECT_NEAR(double(weighted.coherence), double(whole.coherence) * wt, 4);
+  EXPECT_EQ(weighted.hits - whole.hits, whole.coherence - weighted.coherence);
   expect_none(a);
-  const TraceSummary s = trace_summary(profile_with(true, 100, -1));
-  EXPECT_DOUBLE_EQ(s.native_handover_share, 0.001);
-  EXPECT_DOUBLE_EQ(s.traced_handover_share, 0.5);
-  EXPECT_DOUBLE_EQ(s.lock_weight, 0.002);
+  const TraceSummary s = trace_summary(profile_with(true, 100, kBoth));
+  EXPECT_DOUBLE_EQ(s.native_handover_share, 101.0 / 100002);
+  EXPECT_DOUBLE_EQ(s.traced_handover_share, 1001.0 / 2002);
+  EXPECT_DOUBLE_EQ(s.lock_weight, wt);
   EXPECT_EQ(s.native_acquisitions, 100000u);
 
-  // Only one thread in critical sections: its line comes from the other thread's unlocked
-  // writes, and the other thread's misses are unmarked: nothing is weighted.
-  EXPECT_EQ(coherence(profile_with(true, 100, 1)), whole);
+  // Only thread 1 in critical sections (thread 2's writes are unlocked), or each thread under a
+  // mutex of its own: nothing is weighted.
+  EXPECT_EQ(counts(profile_with(true, 100, kThreadOne)).coherence,
+            counts(profile_with(false, 100, kThreadOne)).coherence);
+  const Counts other = counts(profile_with(false, 100, kOtherMutex));
+  ASSERT_GE(other.coherence, 10000u);
+  EXPECT_EQ(counts(profile_with(true, 100, kOtherMutex)).coherence, other.coherence);
   // Natively as many hand-overs as traced (or more): weight 1.
-  EXPECT_EQ(coherence(profile_with(true, 1000 * 50, -1)), whole);
-  EXPECT_EQ(coherence(profile_with(true, 90000, -1)), whole);
-  // Counts without traced hand-overs, or too few acquisitions: no weight.
-  profile::Profile few = profile_with(true, 100, -1);
+  EXPECT_EQ(counts(profile_with(true, 50000, kBoth)).coherence, whole.coherence);
+  EXPECT_EQ(counts(profile_with(true, 90000, kBoth)).coherence, whole.coherence);
+  // Too few acquisitions on a side, or no traced hand-over: no weight.
+  profile::Profile few = profile_with(true, 100, kBoth);
   few.locks[0].traced_acquisitions = kMinLockAcquisitions - 1;
   few.locks[0].traced_handovers = 1;
-  EXPECT_EQ(coherence(few), whole);
+  EXPECT_EQ(counts(few).coherence, whole.coherence);
   EXPECT_LT(trace_summary(few).lock_weight, 0);
+  profile::Profile none = profile_with(true, 100, kBoth);
+  none.locks[0].traced_handovers = 0;
+  EXPECT_EQ(counts(none).coherence, whole.coherence);
 }
 
 TEST(EstimateTrace, ThreadsTracedInSeparateEpochsAreReplayedInPairs) {
