@@ -115,6 +115,7 @@ struct TraceSummary {
   // measured or not applied (then every miss counts).
   double native_handover_share = -1, traced_handover_share = -1, lock_weight = -1;
   uint64_t native_acquisitions = 0, traced_acquisitions = 0;
+  uint64_t native_handovers = 0, traced_handovers = 0;
   uint64_t untracked_acquisitions = 0;  // with no known previous holder (LockInfoRecord::untracked)
 };
 // Fewer acquisitions than this on either side: no weight (the shares are too uncertain).

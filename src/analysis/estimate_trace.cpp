@@ -301,6 +301,10 @@ TraceSummary trace_summary(const Profile& p) {
   s.native_acquisitions = lw.native_acq;
   s.traced_acquisitions = lw.traced_acq;
   s.untracked_acquisitions = lw.untracked;
+  if (!p.locks.empty()) {
+    s.native_handovers = p.locks[0].native_handovers;
+    s.traced_handovers = p.locks[0].traced_handovers;
+  }
   return s;
 }
 

@@ -135,11 +135,13 @@ void text_header(std::ostream& out, const profile::Profile& p) {
         std::snprintf(v, sizeof v, x < 0.01 ? "%.2g%%" : "%.1f%%", x * 100);
         return std::string(v);
       };
+      auto pc = [&](uint64_t h, uint64_t n) { return n ? " (" + share(double(h) / double(n)) + ")" : std::string(); };
       std::snprintf(b, sizeof b,
-                    "\n  mutexes changed hands in %s of %s acquisitions outside the windows, %s of %s in them "
+                    "\n  mutexes changed hands in %s of %s acquisitions outside the windows%s, %s of %s in them%s "
                     "(counted by the runtime's pthread mutex hooks)",
-                    share(t.native_handover_share).c_str(), thousands(t.native_acquisitions).c_str(),
-                    share(t.traced_handover_share).c_str(), thousands(t.traced_acquisitions).c_str());
+                    thousands(t.native_handovers).c_str(), thousands(t.native_acquisitions).c_str(),
+                    pc(t.native_handovers, t.native_acquisitions).c_str(), thousands(t.traced_handovers).c_str(),
+                    thousands(t.traced_acquisitions).c_str(), pc(t.traced_handovers, t.traced_acquisitions).c_str());
       out << b;
       if (analysis::uses_traces(p) && t.lock_weight >= 0 && t.lock_weight < 1)
         out << ": coherence misses between critical sections of one mutex count " << share(t.lock_weight)
@@ -221,6 +223,7 @@ void json_sampling(JsonWriter& w, const profile::Profile& p) {
     if (t.native_acquisitions || t.traced_acquisitions) {
       w.key("locks").begin_object();
       w.field("native_acquisitions", t.native_acquisitions).field("traced_acquisitions", t.traced_acquisitions);
+      w.field("native_handovers", t.native_handovers).field("traced_handovers", t.traced_handovers);
       if (t.native_handover_share >= 0) w.field("native_handover_share", t.native_handover_share);
       if (t.traced_handover_share >= 0) w.field("traced_handover_share", t.traced_handover_share);
       w.field("untracked_acquisitions", t.untracked_acquisitions);

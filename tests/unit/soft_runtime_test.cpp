@@ -237,12 +237,11 @@ TEST(SoftRuntime, MutexHooksCountHandOversAndMarkTracedCriticalSections) {
   ASSERT_TRUE(p) << p.error();
   ASSERT_EQ(p->locks.size(), 1u);
   const auto& l = p->locks[0];
-  // Every tenure of the counter's mutex is counted once, natively or traced, but its first
-  // (no previous holder), plus the checked mutex's one tenure (its first too).
-  EXPECT_EQ(l.native_acquisitions + l.traced_acquisitions + l.untracked, uint64_t(count) + 1);
-  EXPECT_EQ(l.untracked, 2u);
-  EXPECT_LE(l.native_handovers + l.traced_handovers, uint64_t(own) + 1);
-  EXPECT_GE(l.native_handovers + l.traced_handovers + 1, uint64_t(own));
+  // Tenures are counted while a thread steps or in native accounting periods (the collector's
+  // second tick, then one in 32): some, not all.
+  EXPECT_GT(l.native_acquisitions, 0u);
+  EXPECT_LT(l.native_acquisitions + l.traced_acquisitions + l.untracked, uint64_t(count));
+  EXPECT_LE(l.native_handovers + l.traced_handovers, uint64_t(own));
   ASSERT_FALSE(p->traces.empty()) << "a run of 400 ms of CPU gets its first window 20-100 ms in";
   uint64_t in_call = 0, held = 0;
   for (const auto& a : p->trace_accesses) {

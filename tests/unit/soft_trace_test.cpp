@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <numeric>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "model/profile.h"
@@ -291,6 +292,35 @@ TEST_F(SoftTrace, OneWindowPerThreadAndEpoch) {
   EXPECT_FALSE(g_started);
   trace::stop();
   EXPECT_EQ(windows().size(), 1u);
+}
+
+// The mutex hooks' hand-over accounting (trace.h): within one native accounting period, a
+// release whose mutex was last released by another thread is a hand-over; a mutex's first
+// release in a period has no known previous holder; outside a period nothing is counted.
+TEST(SoftTraceLocks, ReleasesByAnotherThreadAreHandOvers) {
+  profile::LockInfoRecord before{}, after{};
+  trace::export_locks(&before);
+  int m1 = 0, m2 = 0;  // any addresses: the table keys on them
+  auto release_on_other_thread = [](const void* m) {
+    std::thread t([m] { trace::lock_releasing(m); });
+    t.join();
+  };
+  trace::g_lock_period.store(7);
+  trace::lock_releasing(&m1);          // first in the period: untracked
+  trace::lock_releasing(&m1);          // same thread again: no hand-over
+  release_on_other_thread(&m1);        // hand-over
+  trace::lock_releasing(&m1);          // hand-over back
+  trace::lock_releasing(&m2);          // another mutex: untracked
+  trace::g_lock_period.store(8);       // a new period: the table's entries are stale
+  trace::lock_releasing(&m1);          // untracked
+  release_on_other_thread(&m1);        // hand-over
+  trace::g_lock_period.store(0);
+  ASSERT_TRUE(trace::export_locks(&after));
+  EXPECT_EQ(after.native_acquisitions - before.native_acquisitions, 4u);
+  EXPECT_EQ(after.native_handovers - before.native_handovers, 3u);
+  EXPECT_EQ(after.untracked - before.untracked, 3u);
+  EXPECT_EQ(after.traced_acquisitions, before.traced_acquisitions);
+  EXPECT_FALSE(trace::lock_accounted());  // no period, not stepping: the hooks pass through
 }
 
 TEST_F(SoftTrace, ASigtrapThatIsNotASteppingTrapGetsTheDefaultAction) {

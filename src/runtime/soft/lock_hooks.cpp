@@ -25,23 +25,29 @@ namespace {
 using whymiss::rt::softrt::g;
 namespace trace = whymiss::soft::trace;
 
+// libc's definition of `name`, looked up once (dlsym may allocate: inside the runtime). The
+// fast path is a load.
 template <class Fn>
-Fn next_fn(std::atomic<Fn>& cache, const char* name) {
-  Fn fn = cache.load(std::memory_order_acquire);
-  if (fn == nullptr) {
-    const bool was = whymiss::rt::set_in_runtime(true);
-    const int saved = errno;
-    fn = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
-    errno = saved;
-    whymiss::rt::set_in_runtime(was);
-    cache.store(fn, std::memory_order_release);
-  }
+__attribute__((noinline)) Fn resolve(std::atomic<Fn>& cache, const char* name) {
+  const bool was = whymiss::rt::set_in_runtime(true);
+  const int saved = errno;
+  Fn fn = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+  errno = saved;
+  whymiss::rt::set_in_runtime(was);
+  cache.store(fn, std::memory_order_release);
   return fn;
 }
+template <class Fn>
+inline Fn next_fn(std::atomic<Fn>& cache, const char* name) {
+  Fn fn = cache.load(std::memory_order_acquire);
+  return __builtin_expect(fn != nullptr, 1) ? fn : resolve(cache, name);
+}
 
-// Whether this call is the program's and windows are on (then it is accounted).
-bool accounted() {
-  return g.trace_on && g.state.load(std::memory_order_relaxed) == whymiss::rt::softrt::kRecording &&
+// Whether this call is accounted (trace.h: the thread is stepping, or a native accounting
+// period is open), windows are on, and the call is the program's, not the runtime's.
+inline bool accounted() {
+  return trace::lock_accounted() && g.trace_on &&
+         g.state.load(std::memory_order_relaxed) == whymiss::rt::softrt::kRecording &&
          !whymiss::rt::in_runtime();
 }
 
@@ -68,9 +74,9 @@ bool unhold(trace::LockMarks& mk, const void* m) {
 // Runs libc's acquisition `call` with the in-call mark up; a success lists the mutex as held.
 // EOWNERDEAD (a robust mutex whose holder died) is an acquisition too.
 template <class Call>
-int acquire(pthread_mutex_t* m, Call call) {
-  if (!accounted()) return call();
-  trace::LockMarks& mk = trace::lock_marks();
+inline int acquire(pthread_mutex_t* m, Call call) {
+  if (__builtin_expect(!accounted(), 1)) return call();
+  trace::LockMarks& mk = trace::t_lock_marks;
   ++mk.in_call;
   const int rc = call();
   --mk.in_call;
@@ -82,47 +88,73 @@ int acquire(pthread_mutex_t* m, Call call) {
 
 #define WM_HOOK extern "C" __attribute__((visibility("default")))
 
-WM_HOOK int pthread_mutex_lock(pthread_mutex_t* m) {
-  static std::atomic<int (*)(pthread_mutex_t*)> real{nullptr};
-  auto fn = next_fn(real, "pthread_mutex_lock");
+namespace {
+
+// libc's functions, resolved at the first call of any hook.
+std::atomic<int (*)(pthread_mutex_t*)> g_lock{nullptr}, g_trylock{nullptr}, g_unlock{nullptr};
+std::atomic<int (*)(pthread_mutex_t*, const struct timespec*)> g_timedlock{nullptr};
+std::atomic<int (*)(pthread_mutex_t*, clockid_t, const struct timespec*)> g_clocklock{nullptr};
+
+// The hooks' fast path: libc's function known, and nothing to account (no flag up, nothing held):
+// a tail call with no frame of ours.
+inline bool quiet(uint32_t held) { return held == 0 && !trace::lock_accounted(); }
+
+__attribute__((noinline)) int lock_slow(pthread_mutex_t* m) {
+  auto fn = next_fn(g_lock, "pthread_mutex_lock");
   if (fn == nullptr) return EINVAL;
   return acquire(m, [&] { return fn(m); });
+}
+__attribute__((noinline)) int trylock_slow(pthread_mutex_t* m) {
+  auto fn = next_fn(g_trylock, "pthread_mutex_trylock");
+  if (fn == nullptr) return EINVAL;
+  return acquire(m, [&] { return fn(m); });
+}
+__attribute__((noinline)) int unlock_slow(pthread_mutex_t* m) {
+  auto fn = next_fn(g_unlock, "pthread_mutex_unlock");
+  if (fn == nullptr) return EINVAL;
+  trace::LockMarks& mk = trace::t_lock_marks;
+  if (mk.held == 0 && !accounted()) return fn(m);
+  // Still holding it: the hand-over accounting is serialised by the mutex itself. A mutex taken
+  // while accounted is unlisted whenever it is released, so the marks stay balanced.
+  const bool ours = unhold(mk, m);
+  const bool count = ours && accounted();
+  if (count) trace::lock_releasing(m);
+  ++mk.in_call;
+  const int rc = fn(m);
+  --mk.in_call;
+  if (rc != 0 && ours) hold(mk, m);  // not released after all (an error-checking mutex)
+  return rc;
+}
+
+}  // namespace
+
+WM_HOOK int pthread_mutex_lock(pthread_mutex_t* m) {
+  auto fn = g_lock.load(std::memory_order_acquire);
+  if (__builtin_expect(fn != nullptr && quiet(0), 1)) return fn(m);
+  return lock_slow(m);
 }
 
 WM_HOOK int pthread_mutex_trylock(pthread_mutex_t* m) {
-  static std::atomic<int (*)(pthread_mutex_t*)> real{nullptr};
-  auto fn = next_fn(real, "pthread_mutex_trylock");
-  if (fn == nullptr) return EINVAL;
-  return acquire(m, [&] { return fn(m); });
+  auto fn = g_trylock.load(std::memory_order_acquire);
+  if (__builtin_expect(fn != nullptr && quiet(0), 1)) return fn(m);
+  return trylock_slow(m);
+}
+
+WM_HOOK int pthread_mutex_unlock(pthread_mutex_t* m) {
+  auto fn = g_unlock.load(std::memory_order_acquire);
+  if (__builtin_expect(fn != nullptr && quiet(trace::t_lock_marks.held), 1)) return fn(m);
+  return unlock_slow(m);
 }
 
 WM_HOOK int pthread_mutex_timedlock(pthread_mutex_t* m, const struct timespec* t) {
-  static std::atomic<int (*)(pthread_mutex_t*, const struct timespec*)> real{nullptr};
-  auto fn = next_fn(real, "pthread_mutex_timedlock");
+  auto fn = next_fn(g_timedlock, "pthread_mutex_timedlock");
   if (fn == nullptr) return EINVAL;
   return acquire(m, [&] { return fn(m, t); });
 }
 
 // (glibc 2.30; libstdc++'s timed mutexes wait with it.)
 WM_HOOK int pthread_mutex_clocklock(pthread_mutex_t* m, clockid_t c, const struct timespec* t) {
-  static std::atomic<int (*)(pthread_mutex_t*, clockid_t, const struct timespec*)> real{nullptr};
-  auto fn = next_fn(real, "pthread_mutex_clocklock");
+  auto fn = next_fn(g_clocklock, "pthread_mutex_clocklock");
   if (fn == nullptr) return EINVAL;
   return acquire(m, [&] { return fn(m, c, t); });
-}
-
-WM_HOOK int pthread_mutex_unlock(pthread_mutex_t* m) {
-  static std::atomic<int (*)(pthread_mutex_t*)> real{nullptr};
-  auto fn = next_fn(real, "pthread_mutex_unlock");
-  if (fn == nullptr) return EINVAL;
-  if (!accounted()) return fn(m);
-  trace::LockMarks& mk = trace::lock_marks();
-  // Still holding it: the hand-over accounting is serialised by the mutex itself.
-  const bool ours = unhold(mk, m);
-  if (ours) trace::lock_releasing(m);
-  ++mk.in_call;
-  const int rc = fn(m);
-  --mk.in_call;
-  if (rc != 0 && ours) hold(mk, m);  // not released after all (an error-checking mutex)
-  return rc;
 }

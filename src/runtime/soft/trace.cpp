@@ -72,6 +72,8 @@ struct State {
   std::atomic<uint64_t> epochs{0}, dropped{0}, stray{0};
   // Collector only.
   uint64_t last_tick = 0;
+  uint64_t ticks = 0;
+  uint32_t lock_periods = 0;  // native accounting periods opened (g_lock_period)
   uint64_t first_ns = 0;  // when the first epoch opens (set at the first tick)
   double charged = 0;     // what the open epoch was charged (refunded if nobody joined)
   double budget_ns = 0;
@@ -117,7 +119,10 @@ struct Thread {
   bool syscalled;
 };
 __thread Thread t_tr __attribute__((tls_model("initial-exec")));
-__thread LockMarks t_lock __attribute__((tls_model("initial-exec")));
+}  // namespace
+__thread LockMarks t_lock_marks __attribute__((tls_model("initial-exec")));
+std::atomic<uint32_t> g_lock_period{0};
+namespace {
 
 // Mutex hand-over accounting (lock_releasing). Per-thread counters in slots of their own (a
 // thread takes a slot at its first release of a mutex; threads past kLockSlots share the last one,
@@ -130,7 +135,7 @@ constexpr uint32_t kLockSlots = 256;
 constexpr uint32_t kHolderSlots = 4096;
 struct Holder {
   std::atomic<uintptr_t> mutex;
-  std::atomic<uintptr_t> thread;  // its last releaser
+  std::atomic<uint64_t> thread;  // its last releaser: tag << 48 | thread (lock_releasing)
 };
 LockSlot g_lock_slots[kLockSlots];
 Holder g_holders[kHolderSlots];
@@ -188,6 +193,7 @@ void end_window(Window& w, profile::TraceEnd why, ucontext_t* uc) {
     g_state.window_cost_ns.store((wold * 3 + spent) / 4, std::memory_order_relaxed);
   }
   t_tr.window = 0;
+  t_lock_marks.stepping = 0;
   t_tr.left = 0;
   t_tr.after_syscall = 0;
 }
@@ -281,8 +287,8 @@ profile::TraceEnd append_operands(const MemAccess& m, uint64_t rip, Window& w) {
     r.size = op.size;
     r.flags = op.flags;
     r.marks = t_tr.syscalled ? profile::kTraceAfterSyscall : 0;
-    if (t_lock.in_call) r.marks |= profile::kTraceInLockCall;
-    if (t_lock.held) r.marks |= profile::kTraceLockHeld;
+    if (t_lock_marks.in_call) r.marks |= profile::kTraceInLockCall;
+    if (t_lock_marks.held) r.marks |= profile::kTraceLockHeld;
     t_tr.syscalled = false;
     if (!at) at = now_ns();
     if (!append(r, at)) {
@@ -476,6 +482,7 @@ bool start_here(ucontext_t* uc, uint32_t thread_index, uint64_t fs_base, uint64_
   s.joined.fetch_add(1, std::memory_order_relaxed);
   stepping_add(e, +1);
   t_tr.window = idx + 1;
+  t_lock_marks.stepping = 1;
   t_tr.left = s.cfg.steps - 1;
   t_tr.after_syscall = 0;
   t_tr.syscalled = false;
@@ -496,7 +503,6 @@ bool start_here(ucontext_t* uc, uint32_t thread_index, uint64_t fs_base, uint64_
 
 bool tracing() { return t_tr.window != 0; }
 
-LockMarks& lock_marks() { return t_lock; }
 
 void lock_releasing(const void* mutex) {
   if (!t_lock_slot) {
@@ -510,20 +516,28 @@ void lock_releasing(const void* mutex) {
     else c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   };
   const uintptr_t m = reinterpret_cast<uintptr_t>(mutex);
-  // The thread's identity: its TCB address (pthread_self without the call).
+  // Who released it, and when: the thread's TCB address (pthread_self without the call; user
+  // addresses fit in 48 bits) under a 16-bit tag of the window's epoch or the native period.
+  // An entry of another tag is stale (from before this period: its holder may have changed
+  // unseen since) and counts as a first release.
   uintptr_t self;
   __asm__("mov %%fs:0, %0" : "=r"(self));
+  const bool traced = t_tr.window != 0;
+  const uint64_t tag = traced ? 0x8000 | (g_state.windows[t_tr.window - 1].epoch & 0x7FFF)
+                              : g_lock_period.load(std::memory_order_relaxed) & 0x7FFF;
+  const uint64_t me = tag << 48 | (self & ((uint64_t(1) << 48) - 1));
   Holder& h = g_holders[((m >> 3) * 0x9e3779b97f4a7c15ull) >> (64 - 12)];
   static_assert(kHolderSlots == 4096);
-  if (h.mutex.load(std::memory_order_relaxed) != m) {  // first seen, or it took another's slot
+  const uint64_t last = h.thread.load(std::memory_order_relaxed);
+  if (h.mutex.load(std::memory_order_relaxed) != m || last >> 48 != tag) {  // first release seen
     h.mutex.store(m, std::memory_order_relaxed);
-    h.thread.store(self, std::memory_order_relaxed);
+    h.thread.store(me, std::memory_order_relaxed);
     bump(slot.untracked);
     return;
   }
-  const bool handover = h.thread.load(std::memory_order_relaxed) != self;
-  if (handover) h.thread.store(self, std::memory_order_relaxed);
-  const int base = t_tr.window ? 2 : 0;
+  const bool handover = last != me;
+  if (handover) h.thread.store(me, std::memory_order_relaxed);
+  const int base = traced ? 2 : 0;
   bump(slot.counts[base]);
   if (handover) bump(slot.counts[base + 1]);
 }
@@ -566,6 +580,14 @@ void tick(uint64_t now) {
   }
   const uint64_t dt = s.last_tick && now > s.last_tick ? now - s.last_tick : 0;
   s.last_tick = now;
+  // A native accounting period of the mutex hooks: one tick in kLockPeriodTicks, numbered, and
+  // the second tick (before the first window: a short run still gets a native measure).
+  if (++s.ticks % kLockPeriodTicks == 0 || s.ticks == 2) {
+    s.lock_periods = s.lock_periods % 0x7FFF + 1;
+    g_lock_period.store(s.lock_periods, std::memory_order_relaxed);
+  } else {
+    g_lock_period.store(0, std::memory_order_relaxed);
+  }
   s.budget_ns += double(dt) * s.cfg.budget_permille / 1000.0;
   const double cost = double(s.window_cost_ns.load(std::memory_order_relaxed));
   const double cap = cost * 2 > 1e9 * s.cfg.budget_permille / 1000.0 ? cost * 2 : 1e9 * s.cfg.budget_permille / 1000.0;
@@ -597,11 +619,16 @@ void tick(uint64_t now) {
   s.epochs.fetch_add(1, std::memory_order_relaxed);
 }
 
-void stop() { g_state.stopped.store(true, std::memory_order_seq_cst); }
+void stop() {
+  g_state.stopped.store(true, std::memory_order_seq_cst);
+  g_lock_period.store(0, std::memory_order_relaxed);
+}
 
 void forget_after_fork() {
   g_state.stopped.store(true);
+  g_lock_period.store(0, std::memory_order_relaxed);
   t_tr.window = 0;
+  t_lock_marks.stepping = 0;
 }
 
 size_t window_count() {

@@ -30,6 +30,7 @@
 #include <signal.h>
 #include <ucontext.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -116,24 +117,36 @@ size_t export_windows(profile::TraceRecord* out, size_t max);
 // each ran (CLOCK_MONOTONIC ns), in the same order.
 size_t export_accesses(profile::TraceAccessRecord* out, uint64_t* times, size_t max);
 
-// pthread mutex hand-overs (soft/lock_hooks.cpp interposes the calls and reports here). The
-// hooks keep the calling thread's marks current; the SIGTRAP handler copies them into each
-// recorded access (profile::kTraceInLockCall, kTraceLockHeld). lock_releasing() is called by the
-// holder just before libc releases the mutex, so calls for one mutex are serialised by the mutex
-// itself: a fixed table of each mutex's last releaser tells whether this tenure followed another
-// thread's (a hand-over). Counted as traced when the thread is stepping, else native. Lock-free,
-// allocation-free, no locked instruction on the common path (a thread's counters are its own; a
-// table entry is written only when its releaser changes).
+// pthread mutex hand-overs (soft/lock_hooks.cpp interposes the calls and reports here). A call
+// is *accounted* only while its thread is stepping or during a native accounting period (the
+// collector's tick opens one of kLockPeriodTicks ticks, ~3 % of the run): outside them a hooked
+// call costs a load of each flag and passes through, since a lock-heavy program makes tens of
+// millions of calls a second. While accounted, the hooks keep the thread's marks current (the
+// SIGTRAP handler copies them into each recorded access: profile::kTraceInLockCall,
+// kTraceLockHeld) and call lock_releasing() just before libc releases a mutex the thread took:
+// calls for one mutex are thus serialised by the mutex itself, and a fixed table of each mutex's
+// last releaser in the current period tells whether this tenure followed another thread's (a
+// hand-over). Counted as traced when the thread is stepping, else native. A window that opens
+// inside a critical section sees it unmarked until its next lock call. Lock-free, allocation-
+// free, no locked instruction on the common path (a thread's counters are its own; a table
+// entry is written only when its releaser changes).
 struct LockMarks {
-  uint32_t held;     // mutexes the thread holds (taken through the hooks); the SIGTRAP handler reads it
+  uint32_t held;     // mutexes the thread holds (taken while accounted); the SIGTRAP handler reads it
   uint32_t in_call;  // inside a lock or unlock call of libc; the SIGTRAP handler reads it
-  // Which ones (the hooks' own): an unlock of a mutex not listed (taken before the hooks
-  // counted, or by another thread) changes nothing. Past kHeldSlots, `overflow` counts.
+  uint32_t stepping;  // the thread is in a window (set by this module)
+  // Which ones: an unlock of a mutex not listed (taken while not accounted, or by another
+  // thread) changes nothing. Past kHeldSlots, `overflow` counts.
   static constexpr uint32_t kHeldSlots = 8;
-  const void* mutexes[kHeldSlots];
   uint32_t listed, overflow;
+  const void* mutexes[kHeldSlots];
 };
-LockMarks& lock_marks();
+extern __thread LockMarks t_lock_marks __attribute__((tls_model("initial-exec")));
+// Nonzero (the period's number) while a native accounting period is open.
+extern std::atomic<uint32_t> g_lock_period;
+inline constexpr uint32_t kLockPeriodTicks = 32;
+inline bool lock_accounted() {
+  return t_lock_marks.stepping || g_lock_period.load(std::memory_order_relaxed) != 0;
+}
 void lock_releasing(const void* mutex);
 // Sums of every thread's counts; false when no acquisition was seen.
 bool export_locks(profile::LockInfoRecord* out);
