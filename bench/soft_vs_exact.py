@@ -15,6 +15,12 @@ finding's kind/origin/level, or none), calibrate a soft scale from native runs (
 --soft-seconds of CPU), then run soft mode --repeats times per program, one run at a time: the
 sharing verdicts depend on threads really running at once, so nothing runs in parallel.
 
+Oracle check: the corpus's mutex programs count their own lock hand-overs (a tenure following
+another thread's) and print them; where exact mode's share of hand-overs differs from each of
+three native runs' by more than 4x, exact mode's interleaving may have changed what decides the
+program's sharing verdict, and the figures are also given without those programs (both are
+printed).
+
 Oracle results are cached in OUT/oracle.json, keyed by the program's source hash, exact scale,
 cache geometry and the whymiss binary's build time; calibrations in OUT/calibration.json, keyed by
 the native binary's hash. Both modes get the geometry the corpus was generated for (--cache).
@@ -82,6 +88,51 @@ def modal(keys):
     counts = collections.Counter(keys)
     best = max(counts.values())
     return next(k for k in keys if counts[k] == best)
+
+
+def handover_share(stdout):
+    """The share of lock acquisitions that changed hands, from a corpus program's own count
+    ("NAME COUNTER handovers=N": the mutex programs count them in their critical section), or
+    None when the program does not count them."""
+    parts = (stdout or "").split()
+    try:
+        total = int(parts[1])
+        n = next(int(x.split("=", 1)[1]) for x in parts if x.startswith("handovers="))
+    except (IndexError, ValueError, StopIteration):
+        return None
+    return n / total if total > 0 else None
+
+
+def oracle_check(p, runs, native, timeout):
+    """Whether exact mode's runs kept the program's lock hand-overs as they are natively. A
+    contended lock's sharing verdict depends on how often it changed hands, and exact mode's
+    interleaving of the threads can change that: when exact mode's share of hand-overs (the
+    median over the oracle's runs) differs by more than HANDOVER_FACTOR, either way, from each of
+    three native runs' (same scale), the oracle may not measure the program and the reason is
+    returned (else ""). Also returns the native median and the exact share (None when not
+    counted)."""
+    ex = [h for h in (handover_share(r.stdout) for r in runs if not r.error) if h is not None]
+    if not ex:
+        return "", None, None
+    nat = []
+    for _ in range(3):
+        rc, out, _, _, _ = corpuslib.run_group([native, str(p["exact_scale"])], timeout)
+        h = handover_share(corpuslib.first_line(out)) if rc == 0 else None
+        if h is not None:
+            nat.append(h)
+    e = statistics.median(ex)
+    if not nat:
+        return "", None, e
+    floor = 1e-5  # below one hand-over in 100,000 acquisitions both count as none
+    ratios = [max(n, floor) / max(e, floor) for n in nat]
+    n = statistics.median(nat)
+    if all(r > HANDOVER_FACTOR for r in ratios) or all(r < 1 / HANDOVER_FACTOR for r in ratios):
+        return (f"the lock changed hands in {min(nat):.2%}-{max(nat):.2%} of acquisitions natively "
+                f"but {e:.2%} under exact mode"), n, e
+    return "", n, e
+
+
+HANDOVER_FACTOR = 4
 
 
 def git_commit():
@@ -203,6 +254,19 @@ def main():
         if len(set(keys)) > 1:
             exact_unstable[p["name"]] = keys
 
+    # 2b. Where a program counts its lock hand-overs, did exact mode keep them?
+    oracle_checks = {}
+    for p in progs:
+        why, nat, ex = oracle_check(p, exact[p["name"]].all_runs, paths[p["name"]]["native"],
+                                    min(a.timeout, 120))
+        if nat is not None or ex is not None:
+            oracle_checks[p["name"]] = {"unreliable": why, "handovers_native": nat,
+                                        "handovers_exact": ex}
+            ratio = f", ratio {nat / max(ex, 1e-5):.2g}" if nat is not None and ex is not None else ""
+            log(f"[oracle check] {p['name']}: hand-overs native "
+                f"{'-' if nat is None else f'{nat:.2%}'}, exact {'-' if ex is None else f'{ex:.2%}'}{ratio}"
+                + (f": UNRELIABLE ({why})" if why else ""))
+
     if a.exact_only:
         print_exact(progs, exact, exact_unstable, time.perf_counter() - t_start, a.markdown)
         return 0
@@ -266,6 +330,7 @@ def main():
             "soft_samples": [v.samples for v in sv],
             "soft_errors": [v.error for v in sv if v.error],
             "soft_stdout": sv[0].stdout if sv else "",
+            **oracle_checks.get(p["name"], {}),
         })
     summary = summarise(rows, a.repeats)
     summary.update({
@@ -334,6 +399,19 @@ def summarise(rows, repeats):
         for k in r["soft"]:
             matrix[r["exact"]][k] += 1
     s["confusion"] = {ex: dict(c) for ex, c in matrix.items()}
+    # The same without the programs whose oracle was shown not to measure them (oracle_check).
+    bad = [r for r in rows if r.get("unreliable")]
+    s["oracle_unreliable"] = {r["name"]: r["unreliable"] for r in bad}
+    if bad:
+        ok = [r for r in rows if not r.get("unreliable")]
+        n = sum(len(r["soft"]) for r in ok)
+        s["checked_agreement"] = sum(r["agree"] for r in ok) / n if n else None
+        s["checked_per_family"] = {}
+        for f in FAMILIES:
+            rs = [r for r in ok if r["family"] == f]
+            if rs:
+                s["checked_per_family"][f] = (sum(r["agree"] for r in rs)
+                                              / max(sum(len(r["soft"]) for r in rs), 1))
     return s
 
 
@@ -372,6 +450,8 @@ def program_table(rows):
             f"{abbr(r['exact'])} {r['exact_full'].rsplit('/', 1)[1]}"
         if len(set(r["exact_runs"])) > 1:
             ex += f" (unstable: {', '.join(abbr(k) for k in r['exact_runs'])})"
+        if r.get("unreliable"):
+            ex += " (oracle unreliable: see the oracle check line)"
         cpu = statistics.median(r["soft_cpu_s"]) if r["soft_cpu_s"] else 0
         body.append([r["name"], r["family"], ex, soft_summary(r["soft"]),
                      f"{r['agree']}/{len(r['soft'])}", "yes" if r["stable"] else "no",
@@ -410,6 +490,13 @@ def headline(s):
         f"soft {s['time_soft_s']:.0f} s)",
         f"cache: {s['cache_spec']}; commit {s['commit']}, {s['date']}",
     ]
+    if s.get("oracle_unreliable"):
+        lines.append("oracle check: exact mode did not keep the program's lock hand-overs on "
+                     + "; ".join(f"{n} ({why})" for n, why in s["oracle_unreliable"].items())
+                     + "; without them: agreement "
+                     + ("-" if s["checked_agreement"] is None else f"{s['checked_agreement']:.1%}")
+                     + ", per family "
+                     + ", ".join(f"{f} {v:.0%}" for f, v in s["checked_per_family"].items()))
     if s["exact_unstable"]:
         lines.append("exact mode disagreed with itself on: " + "; ".join(
             f"{n} ({', '.join(abbr(k) for k in ks)})" for n, ks in s["exact_unstable"].items()))

@@ -1116,8 +1116,14 @@ def shared_counter(geo, name, threads, how):
         read = "atomic_load(&counter)"
         words = "one global counter with an atomic fetch-add (relaxed)"
     elif how == "mutex":
-        decl = "static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;\nstatic long counter;"
-        stmt = "pthread_mutex_lock(&lock);\ncounter++;\npthread_mutex_unlock(&lock);"
+        # The program counts the lock's hand-overs itself (a tenure that follows another
+        # thread's), inside the critical section: the corpus bench compares how often the lock
+        # changed hands natively and under exact mode, whose interleaving can change it.
+        decl = ("static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;\n"
+                "static long counter, holder = -1, handovers;")
+        stmt = ("pthread_mutex_lock(&lock);\ncounter++;\n"
+                "if (holder != t) { holder = t; handovers++; }\n"
+                "pthread_mutex_unlock(&lock);")
         read = "counter"
         words = "one global counter, incremented under one pthread mutex"
     else:
@@ -1130,7 +1136,8 @@ def shared_counter(geo, name, threads, how):
         ${decl}
 
         static void *worker(void *arg) {
-          (void)arg;
+          long t = (long)(intptr_t)arg;
+          (void)t;
           pthread_barrier_wait(&start_line);
           for (long i = 0; i < units * ITERS; i++) {
             ${stmt}
@@ -1141,10 +1148,12 @@ def shared_counter(geo, name, threads, how):
         int main(int argc, char **argv) {
           units = parse_scale(argc, argv);
           run_threads(worker);
-          printf("${name} %ld\\n", (long)${read});
+          printf("${name} %ld${extra_fmt}\\n", (long)${read}${extra_arg});
           return 0;
         }
-        """, iters=iters, decl=decl, stmt=stmt, read=read, name=name)
+        """, iters=iters, decl=decl, stmt=stmt, read=read, name=name,
+        extra_fmt=" handovers=%ld" if how == "mutex" else "",
+        extra_arg=", handovers" if how == "mutex" else "")
     ns = threads * iters * NS_SHARED[how]
     return Program(name, "shared", {"threads": threads, "sync": how,
                                     "iters_per_thread_per_unit": iters},
