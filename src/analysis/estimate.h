@@ -53,7 +53,7 @@
 // counts them, and analyze() applies the same rules and thresholds as to an exact profile.
 // Mutex hand-overs: stepping slows a thread's own code ~1000x but not the kernel's wake-ups, so a
 // contended pthread mutex changes hands far more often per acquisition in a window than in the
-// program (the corpus's shared_mutex_t2: 99 % of acquisitions in its windows, 13-15 % natively
+// program (the corpus's shared_mutex_t2: 99 % of acquisitions in its windows, 8-15 % outside them
 // under soft mode's sampling). The soft runtime interposes the mutex calls and counts, natively and in windows,
 // acquisitions and those whose previous holder was another thread (profile::LockInfoRecord);
 // each traced access carries whether it ran inside a lock or unlock call or with a mutex held.
@@ -66,9 +66,12 @@
 // the hit it would have been. Every other miss, lock-free sharing and lines shared outside the
 // lock included, counts whole. No weight without the counts (older profiles, runs without trace
 // windows) or with fewer than kMinLockAcquisitions acquisitions on either side. The weight pools
-// every mutex of the program; "native" is outside the windows under soft mode's own sampling and
-// hooks, which make a contended lock change hands more often than the bare program does (so the
-// weight errs towards keeping misses).
+// every mutex of the program; "native" is the runtime's accounting periods (~3 % of the run,
+// never while a window steps) under soft mode's own sampling and hooks, which make a contended
+// lock change hands more often than the bare program does (so the weight errs towards keeping
+// misses). The traced share counts hand-overs between stepping threads only: an epoch that
+// traced one contender sees none, which lowers the traced share and the correction with it
+// (towards keeping misses too).
 // Limits: a reuse longer than a window (in distinct lines) is seen as one window long, so
 // capacity misses of levels larger than a window's footprint (L2, L3) are undercounted; windows
 // are short (~20,000 instructions), so a phase of the program that no window fell in is missed.

@@ -222,14 +222,18 @@ LockWeight lock_weight(const Profile& p) {
 // write by another thread ran under the same mutex. A mutex is known by its lock word's line: an
 // access in a lock call is on it (glibc's lock, unlock and wait paths touch only the mutex), and
 // a held stretch belongs to the line of its thread's last write in a lock call (with nested
-// mutexes, the innermost). Two passes over the order, as the replay makes: the second sees the
-// first's last writes, as the simulator's second pass does.
+// mutexes, the innermost; a failed trylock of another mutex, or an inner mutex's release,
+// re-attributes the rest of the section: such misses are then weighed by the wrong mutex's
+// lines, i.e. mostly not at all). Two passes over the order, as the replay makes: the second
+// sees the first's last writes, as the simulator's second pass does.
 std::vector<bool> lock_mediated(const Profile& p, const std::vector<uint32_t>& order,
                                 const std::vector<sim::AccessResult>& res, uint32_t line) {
   std::vector<bool> out(order.size(), false);
   std::unordered_map<uint64_t, std::pair<uint32_t, uint64_t>> last_write;  // line -> (thread, mutex line + 1)
-  std::unordered_map<uint32_t, uint64_t> mutex_line;                        // thread -> its last lock-call write's line + 1
-  for (int pass = 0; pass < 2; ++pass)
+  for (int pass = 0; pass < 2; ++pass) {
+    // (Per pass: a window's first critical sections belong to its own first lock call, not to
+    // the mutex its thread held at the end of the group.)
+    std::unordered_map<uint32_t, uint64_t> mutex_line;  // thread -> its last lock-call write's line + 1
     for (size_t k = 0; k < order.size(); ++k) {
       const TraceAccessRecord& a = p.trace_accesses[order[k]];
       const uint32_t thread = p.traces[a.window].thread;
@@ -252,6 +256,7 @@ std::vector<bool> lock_mediated(const Profile& p, const std::vector<uint32_t>& o
       }
       if (write) last_write[ln] = {thread, under};
     }
+  }
   return out;
 }
 

@@ -428,7 +428,10 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
       case Section::ObjectUse: ok = take(data, s, &p.object_use); break;
       case Section::TraceTimes: ok = take(data, s, &p.trace_times); break;
       case Section::ReuseInfo: ok = take(data, s, &p.reuse_info); break;
-      case Section::Locks: ok = take(data, s, &p.locks) && s.count <= 1; break;
+      case Section::Locks:
+        ok = take(data, s, &p.locks);
+        if (ok && p.locks.size() > 1) return bad("it holds more than one record of mutex hand-over counts");
+        break;
       default: break;  // unknown sections of the same version are skipped
     }
     if (!ok) return bad("section " + std::to_string(i) + " has records of an unexpected size");

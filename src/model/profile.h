@@ -454,13 +454,14 @@ inline constexpr uint8_t kTraceInLockCall = 2, kTraceLockHeld = 4;
 
 // Soft mode: acquisitions of pthread mutexes (counted when they are released through
 // pthread_mutex_unlock) whose previous holder was known, and how many of them changed hands (the
-// previous holder was another thread), counted by the runtime's hooks natively (the thread was
-// not being stepped when it released the mutex) and in trace windows. Stepping slows the threads' own code ~1000x but not
+// previous holder was another thread), counted by the runtime's hooks natively (in accounting
+// periods, ~3 % of the run, while no thread steps) and in trace windows (between stepping
+// threads). Stepping slows the threads' own code ~1000x but not
 // the kernel's wake-ups, so a contended mutex changes hands far more often per acquisition in a
 // window than natively; the ratio of the two hand-over shares weighs the coherence misses of
 // critical sections replayed from the windows. `untracked`: acquisitions with no known previous
-// holder, not counted above (a mutex's first, or one whose slot in the runtime's table of last
-// holders another mutex had taken).
+// holder, not counted above (a mutex's first release in a period or window, or one whose slot in
+// the runtime's table of last holders another mutex had taken).
 struct LockInfoRecord {
   uint64_t native_acquisitions, native_handovers;
   uint64_t traced_acquisitions, traced_handovers;

@@ -137,8 +137,8 @@ void text_header(std::ostream& out, const profile::Profile& p) {
       };
       auto pc = [&](uint64_t h, uint64_t n) { return n ? " (" + share(double(h) / double(n)) + ")" : std::string(); };
       std::snprintf(b, sizeof b,
-                    "\n  mutexes changed hands in %s of %s acquisitions outside the windows%s, %s of %s in them%s "
-                    "(counted by the runtime's pthread mutex hooks)",
+                    "\n  mutexes changed hands in %s of %s acquisitions in accounting periods outside the windows%s, %s of %s "
+                    "in them%s (counted by the runtime's pthread mutex hooks)",
                     thousands(t.native_handovers).c_str(), thousands(t.native_acquisitions).c_str(),
                     pc(t.native_handovers, t.native_acquisitions).c_str(), thousands(t.traced_handovers).c_str(),
                     thousands(t.traced_acquisitions).c_str(), pc(t.traced_handovers, t.traced_acquisitions).c_str());

@@ -249,7 +249,7 @@ TEST_F(ProfileFile, ReuseInfoRoundTripsAndImpossibleOnesAreRefused) {
 }
 
 // Soft mode's mutex hand-over counts (Section::Locks) round-trip; more hand-overs than
-// acquisitions, or two records, are refused with one sentence.
+// acquisitions, or two records, are refused with one sentence each.
 TEST_F(ProfileFile, LockCountsRoundTripAndImpossibleOnesAreRefused) {
   Profile p = sample();
   p.locks.push_back({1000, 7, 300, 120, 5, 0});
@@ -272,7 +272,7 @@ TEST_F(ProfileFile, LockCountsRoundTripAndImpossibleOnesAreRefused) {
     auto r2 = read_profile(path_);
     ASSERT_FALSE(r2.ok()) << bad;
     if (bad < 2) EXPECT_NE(r2.error().find("hand-over counts exceed"), std::string::npos) << r2.error();
-    else EXPECT_NE(r2.error().find("unexpected size"), std::string::npos) << r2.error();
+    else EXPECT_NE(r2.error().find("more than one record of mutex hand-over counts"), std::string::npos) << r2.error();
   }
 }
 

@@ -305,13 +305,15 @@ TEST(SoftTraceLocks, ReleasesByAnotherThreadAreHandOvers) {
     std::thread t([m] { trace::lock_releasing(m); });
     t.join();
   };
-  trace::g_lock_period.store(7);
+  static uint32_t round = 0;  // fresh period numbers on every repetition of the test
+  const uint32_t first = 100 + 2 * round++;
+  trace::g_lock_period.store(first);
   trace::lock_releasing(&m1);          // first in the period: untracked
   trace::lock_releasing(&m1);          // same thread again: no hand-over
   release_on_other_thread(&m1);        // hand-over
   trace::lock_releasing(&m1);          // hand-over back
   trace::lock_releasing(&m2);          // another mutex: untracked
-  trace::g_lock_period.store(8);       // a new period: the table's entries are stale
+  trace::g_lock_period.store(first + 1);  // a new period: the table's entries are stale
   trace::lock_releasing(&m1);          // untracked
   release_on_other_thread(&m1);        // hand-over
   trace::g_lock_period.store(0);

@@ -523,8 +523,14 @@ void lock_releasing(const void* mutex) {
   uintptr_t self;
   __asm__("mov %%fs:0, %0" : "=r"(self));
   const bool traced = t_tr.window != 0;
+  // Native: only in a period (the tick may have closed it since the hook looked) and while no
+  // window steps (an epoch may have opened within the period).
+  if (!traced && (g_lock_period.load(std::memory_order_relaxed) == 0 ||
+                  stepping_in(g_state.epoch.load(std::memory_order_relaxed))))
+    return;
   const uint64_t tag = traced ? 0x8000 | (g_state.windows[t_tr.window - 1].epoch & 0x7FFF)
                               : g_lock_period.load(std::memory_order_relaxed) & 0x7FFF;
+  if (tag == 0) return;
   const uint64_t me = tag << 48 | (self & ((uint64_t(1) << 48) - 1));
   Holder& h = g_holders[((m >> 3) * 0x9e3779b97f4a7c15ull) >> (64 - 12)];
   static_assert(kHolderSlots == 4096);
@@ -563,7 +569,10 @@ void check_lost(ucontext_t* uc) {
 
 void tick(uint64_t now) {
   State& s = g_state;
-  if (!s.installed || s.stopped.load(std::memory_order_relaxed)) return;
+  if (!s.installed || s.stopped.load(std::memory_order_relaxed)) {
+    g_lock_period.store(0, std::memory_order_relaxed);
+    return;
+  }
   // Something took SIGTRAP over since (a call that bypassed the runtime's interposed
   // sigaction): stepping on would hand it our traps. Asked of the kernel itself, since the
   // interposed sigaction() answers with the program's view.
@@ -576,13 +585,18 @@ void tick(uint64_t now) {
   if (syscall(SYS_rt_sigaction, SIGTRAP, nullptr, &cur, sizeof cur.mask) != 0 ||
       cur.handler != reinterpret_cast<void*>(on_sigtrap)) {
     s.stopped.store(true);
+    g_lock_period.store(0, std::memory_order_relaxed);
     return;
   }
   const uint64_t dt = s.last_tick && now > s.last_tick ? now - s.last_tick : 0;
   s.last_tick = now;
   // A native accounting period of the mutex hooks: one tick in kLockPeriodTicks, numbered, and
-  // the second tick (before the first window: a short run still gets a native measure).
-  if (++s.ticks % kLockPeriodTicks == 0 || s.ticks == 2) {
+  // the second tick (before the first window: a short run still gets a native measure); never
+  // while an epoch is open or a window steps (a stepping thread's slow tenures would count as
+  // none of the native threads' hand-overs: lock_releasing also checks).
+  const bool quiet = now > s.epoch_end.load(std::memory_order_relaxed) &&
+                     !stepping_in(s.epoch.load(std::memory_order_relaxed));
+  if ((++s.ticks % kLockPeriodTicks == 0 || s.ticks == 2) && quiet) {
     s.lock_periods = s.lock_periods % 0x7FFF + 1;
     g_lock_period.store(s.lock_periods, std::memory_order_relaxed);
   } else {
