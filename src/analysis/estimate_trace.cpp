@@ -199,15 +199,11 @@ std::vector<uint32_t> replay_order(const Profile& p, const std::vector<uint32_t>
 // is (hand-overs + 1) / (acquisitions + 2): never 0 or 1 from a few counts.
 struct LockWeight {
   double native = -1, traced = -1, weight = -1;
-  uint64_t native_acq = 0, traced_acq = 0, untracked = 0;
 };
 LockWeight lock_weight(const Profile& p) {
   LockWeight w;
   if (p.locks.empty()) return w;
   const LockInfoRecord& r = p.locks[0];
-  w.native_acq = r.native_acquisitions;
-  w.traced_acq = r.traced_acquisitions;
-  w.untracked = r.untracked;
   auto share = [](uint64_t h, uint64_t n) { return (double(h) + 1) / (double(n) + 2); };
   if (r.native_acquisitions) w.native = share(r.native_handovers, r.native_acquisitions);
   if (r.traced_acquisitions) w.traced = share(r.traced_handovers, r.traced_acquisitions);
@@ -299,17 +295,16 @@ TraceSummary trace_summary(const Profile& p) {
         }
   }
   s.overlap = any ? double(both) / double(any) : -1;
+  if (!p.locks.empty()) {
+    const LockInfoRecord& r = p.locks[0];
+    s.native_acquisitions = r.native_acquisitions, s.native_handovers = r.native_handovers;
+    s.traced_acquisitions = r.traced_acquisitions, s.traced_handovers = r.traced_handovers;
+    s.untracked_acquisitions = r.untracked;
+  }
   const LockWeight lw = lock_weight(p);
   s.native_handover_share = lw.native;
   s.traced_handover_share = lw.traced;
   s.lock_weight = lw.weight;
-  s.native_acquisitions = lw.native_acq;
-  s.traced_acquisitions = lw.traced_acq;
-  s.untracked_acquisitions = lw.untracked;
-  if (!p.locks.empty()) {
-    s.native_handovers = p.locks[0].native_handovers;
-    s.traced_handovers = p.locks[0].traced_handovers;
-  }
   return s;
 }
 

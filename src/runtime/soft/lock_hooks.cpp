@@ -84,13 +84,7 @@ inline int acquire(pthread_mutex_t* m, Call call) {
   return rc;
 }
 
-}  // namespace
-
-#define WM_HOOK extern "C" __attribute__((visibility("default")))
-
-namespace {
-
-// libc's functions, resolved at the first call of any hook.
+// libc's functions, each resolved at its hook's first call.
 std::atomic<int (*)(pthread_mutex_t*)> g_lock{nullptr}, g_trylock{nullptr}, g_unlock{nullptr};
 std::atomic<int (*)(pthread_mutex_t*, const struct timespec*)> g_timedlock{nullptr};
 std::atomic<int (*)(pthread_mutex_t*, clockid_t, const struct timespec*)> g_clocklock{nullptr};
@@ -127,6 +121,8 @@ __attribute__((noinline)) int unlock_slow(pthread_mutex_t* m) {
 }
 
 }  // namespace
+
+#define WM_HOOK extern "C" __attribute__((visibility("default")))
 
 WM_HOOK int pthread_mutex_lock(pthread_mutex_t* m) {
   auto fn = g_lock.load(std::memory_order_acquire);

@@ -224,7 +224,6 @@ profile::TraceEnd append_operands(const MemAccess& m, uint64_t rip, Window& w);
 // Records the instruction at rip (about to run). Returns the reason the window must end before
 // it, or Done (meaning: go on).
 profile::TraceEnd record(ucontext_t* uc, Window& w) {
-  State& s = g_state;
   const uint64_t rip = uint64_t(uc->uc_mcontext.gregs[REG_RIP]);
   const detail::ModuleTable* t = detail::current_modules();
   if (!t || !detail::find_segment(*t, rip)) return profile::TraceEnd::Undecodable;  // JIT code?
@@ -502,7 +501,6 @@ bool start_here(ucontext_t* uc, uint32_t thread_index, uint64_t fs_base, uint64_
 }
 
 bool tracing() { return t_tr.window != 0; }
-
 
 void lock_releasing(const void* mutex) {
   if (!t_lock_slot) {
