@@ -139,6 +139,27 @@ TEST(EstimateTrace, SharingNamesTheObjectsTheThreadsTouchedNotTheirNeighbours) {
   EXPECT_EQ(serials, (std::vector<uint64_t>{101, 102}));
 }
 
+// A line record keeps the byte masks of its first 8 threads: an object only a ninth or tenth
+// thread wrote must still be named (ten threads: eight on one heap object, two on another).
+TEST(EstimateTrace, SharingNamesObjectsOfThreadsBeyondTheRecordsMasks) {
+  testing::Workload w = testing::false_sharing_alloc(false);
+  w.threads = 10;
+  w.accesses = 200000;
+  const uint64_t a = 0x555500000ec0, b = 0x555500000ee0;
+  w.objects = {testing::heap_object(101, a, 16, 1), testing::heap_object(102, b, 16, 9)};
+  w.gen = [=](uint32_t t, uint64_t i) {
+    return testing::Access{i % 2 ? 0x401603u : 0x401600u, t <= 8 ? a : b, 8,
+                           uint8_t(i % 2 ? profile::kAccessWrite : profile::kAccessRead)};
+  };
+  profile::Profile p;
+  Analysis an = traced(w, {}, &p);
+  ASSERT_FALSE(an.findings.empty());
+  bool named_b = false;
+  for (const Finding& f : an.findings)
+    for (const ObjectRef& o : f.objects) named_b |= o.serial == 102;
+  EXPECT_TRUE(named_b) << "the object threads 9 and 10 wrote is in no finding";
+}
+
 // Two threads update one word in bursts of 500 accesses, taking turns: each sleeps in the
 // kernel (a futex wait on a mutex) while the other runs, and its first access after waking is
 // marked as following a system call. Replayed with each thread paused as long as its calls
