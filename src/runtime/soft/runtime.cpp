@@ -481,6 +481,10 @@ void start_trace() {
     long n = std::atol(v);
     if (n >= 1 && n <= 1000) tc.budget_permille = uint32_t(n);
   }
+  if (const char* v = std::getenv("WHYMISS_LOCK_PERIOD_TICKS"); v && *v) {
+    long n = std::atol(v);
+    if (n >= 1 && n <= 1'000'000) tc.lock_period_ticks = uint32_t(n);
+  }
   // Windows go on until they reach twice the L1's lines (see trace.h).
   if (g.nlevels && g.levels[0].line && g.levels[0].size) {
     tc.target_lines = uint32_t(2 * g.levels[0].size / g.levels[0].line);

@@ -383,7 +383,7 @@ uint32_t count_per_window() {
 
 int init(const Config& c, ObjectLookup lookup, uint64_t own_lo, uint64_t own_hi) {
   State& s = g_state;
-  if (c.steps == 0 || c.max_windows == 0 || c.first_max_ns < c.first_min_ns || c.line_shift > 12 || c.max_accesses < kChunk || c.budget_permille == 0 ||
+  if (c.steps == 0 || c.max_windows == 0 || c.first_max_ns < c.first_min_ns || c.line_shift > 12 || c.max_accesses < kChunk || c.budget_permille == 0 || c.lock_period_ticks == 0 ||
       c.budget_permille > 1000)
     return EINVAL;
   struct sigaction old;
@@ -588,13 +588,13 @@ void tick(uint64_t now) {
   }
   const uint64_t dt = s.last_tick && now > s.last_tick ? now - s.last_tick : 0;
   s.last_tick = now;
-  // A native accounting period of the mutex hooks: one tick in kLockPeriodTicks, numbered, and
+  // A native accounting period of the mutex hooks: one tick in cfg.lock_period_ticks, numbered, and
   // the second tick (before the first window: a short run still gets a native measure); never
   // while an epoch is open or a window steps (a stepping thread's slow tenures would count as
   // none of the native threads' hand-overs: lock_releasing also checks).
   const bool quiet = now > s.epoch_end.load(std::memory_order_relaxed) &&
                      !stepping_in(s.epoch.load(std::memory_order_relaxed));
-  if ((++s.ticks % kLockPeriodTicks == 0 || s.ticks == 2) && quiet) {
+  if ((++s.ticks % s.cfg.lock_period_ticks == 0 || s.ticks == 2) && quiet) {
     s.lock_periods = s.lock_periods % 0x7FFF + 1;
     g_lock_period.store(s.lock_periods, std::memory_order_relaxed);
   } else {

@@ -70,6 +70,10 @@ struct Config {
   // every run longer than that gets one; a fixed time could always fall on the same phase).
   uint64_t mean_gap_ns = 150'000'000;
   uint64_t first_min_ns = 20'000'000, first_max_ns = 100'000'000;
+  // The mutex hooks' native accounting periods: one collector tick in this many (see
+  // LockMarks below); 1 = every tick outside epochs (WHYMISS_LOCK_PERIOD_TICKS, for tests
+  // that must see the accounting path taken).
+  uint32_t lock_period_ticks = 32;
   uint32_t max_windows = 8192;
   uint32_t max_accesses = 1u << 21;  // 64 MiB of address space, touched as used
   uint64_t seed = 1;
@@ -119,7 +123,7 @@ size_t export_accesses(profile::TraceAccessRecord* out, uint64_t* times, size_t 
 
 // pthread mutex hand-overs (soft/lock_hooks.cpp interposes the calls and reports here). A call
 // is *accounted* only while its thread is stepping or during a native accounting period (the
-// collector's tick opens one of kLockPeriodTicks ticks, ~3 % of the run): outside them a hooked
+// collector's tick opens one of Config::lock_period_ticks ticks, ~3 % of the run): outside them a hooked
 // call costs a load of each flag and passes through, since a lock-heavy program makes tens of
 // millions of calls a second. While accounted, the hooks keep the thread's marks current (the
 // SIGTRAP handler copies them into each recorded access: profile::kTraceInLockCall,
@@ -143,7 +147,6 @@ struct LockMarks {
 extern __thread LockMarks t_lock_marks __attribute__((tls_model("initial-exec")));
 // Nonzero (the period's number) while a native accounting period is open.
 extern std::atomic<uint32_t> g_lock_period;
-inline constexpr uint32_t kLockPeriodTicks = 32;
 inline bool lock_accounted() {
   return t_lock_marks.stepping || g_lock_period.load(std::memory_order_relaxed) != 0;
 }
