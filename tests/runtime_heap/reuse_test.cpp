@@ -167,6 +167,14 @@ std::vector<uint64_t> with_runs(const std::vector<uint64_t>& t, uint32_t seed) {
   return out;
 }
 
+// Built twice: runtime_reuse_thread_test applies the accesses on the tracker's worker thread
+// (Knobs::thread), which must give the same histograms.
+#ifdef WHYMISS_REUSE_TEST_WORKER
+constexpr bool kWorker = true;
+#else
+constexpr bool kWorker = false;
+#endif
+
 TEST(ReuseTracker, HistogramsMatchNaiveStacksAtAllThreeLineSizes) {
   // The whole tracker (reuse.h) at 64-byte lines: the program's histograms at 64, 128 and 32
   // bytes and one instruction's equal those of naive stacks over the same accesses (repeats of
@@ -175,7 +183,10 @@ TEST(ReuseTracker, HistogramsMatchNaiveStacksAtAllThreeLineSizes) {
   // distance-0 reuse the analysis adds from the totals (no histogram entry); at 32 bytes it is in
   // the histogram, with its distance, whenever it changes halves, and a distance-0 repeat (no
   // entry) otherwise.
-  ASSERT_TRUE(start(6));
+  Knobs k;
+  k.thread = kWorker;
+  ASSERT_TRUE(start(6, k));
+  ASSERT_EQ(worker_running(), kWorker);
   NaiveStack n64, n128, n32;
   std::vector<double> h64(profile::kReuseBuckets), h128(profile::kReuseBuckets), h32(profile::kReuseBuckets),
       hip(profile::kReuseBuckets);

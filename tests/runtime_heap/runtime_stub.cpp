@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "runtime/common/heap.h"
+#include "runtime/common/runtime_state.h"
 
 namespace whymiss::rt {
 namespace {
@@ -41,6 +42,13 @@ void test_set_in_runtime(bool on) noexcept {
 
 void test_set_recording(bool on) noexcept {
   g_recording.store(on, std::memory_order_relaxed);
+}
+
+// The runtime's own threads (exact mode's reuse worker) mark themselves with it.
+bool set_in_runtime(bool inside) noexcept {
+  const bool was = t_in_runtime;
+  t_in_runtime = inside;
+  return was;
 }
 
 }  // namespace whymiss::rt

@@ -1,12 +1,21 @@
 #include "runtime/exact/reuse.h"
 
+#include <dlfcn.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "runtime/common/heap.h"
 #include "runtime/common/heap_internal.h"
+#include "runtime/common/runtime_state.h"
 #include "runtime/common/spinlock.h"
 #include "runtime/exact/reuse_stack.h"
 
@@ -184,14 +193,11 @@ struct State {
   bool on = false;
   unsigned line_shift = 6;
   unsigned nstacks = 2;  // 3 with the half-line stack
-  SpinLock lock;
+  alignas(64) SpinLock lock;
   LruStack stacks[3];  // line sizes: simulated, twice it, half it
   bool asked[3] = {};  // sampled from the start by a knob
   // The line each stack saw last: its repeat is distance 0 and changes no order (no stack work).
   uint64_t last[3] = {~uint64_t(0), ~uint64_t(0), ~uint64_t(0)};
-  // Accesses that spanned both halves of their line: each is one more access at half the line
-  // (ReuseInfoRecord::extra_accesses), whether or not the half-line stack followed it.
-  std::atomic<uint64_t> half_spans{0};
   Histogram* program = nullptr;  // [3]
   // Instructions with their own histogram: ip -> index (open addressing, first come).
   uint64_t* ips = nullptr;  // ip + 1; 0 = empty
@@ -203,6 +209,38 @@ struct State {
   bool popcnt = false;
 };
 State g;
+
+// The tracker's own thread (Knobs::thread; see reuse.h): the simulating thread appends each
+// access as an event to the buffer `head` % kBuffers; full buffers are applied in order, by the
+// worker, or by the producer itself when all kBuffers are queued. Buffers are applied under
+// g.lock, which orders the stacks' state between the two; `tail` counts the applied ones. What
+// the producer writes per access and what the worker writes per event live on host lines of their
+// own (sharing one cost the worker a transfer per event: a third of its time).
+struct Event {
+  uint64_t ip;    // the instruction, with kSwitch / kSpans
+  uint64_t half;  // the access's half line
+};
+struct alignas(64) Feed {  // the producers'
+  Event* bufs = nullptr;   // kBuffers * kEvents; null: no worker, access() applies at once
+  uint32_t fill = 0;       // events in buffer head % kBuffers
+  std::atomic<uint64_t> head{0};
+  SpinLock plock;  // producers, when the simulator runs concurrently
+  // Accesses that spanned both halves of their line: each is one more access at half the line
+  // (ReuseInfoRecord::extra_accesses), whether or not the half-line stack followed it.
+  std::atomic<uint64_t> half_spans{0};
+};
+struct alignas(64) Drain {  // the worker's (and export's)
+  std::atomic<uint64_t> tail{0};
+  std::atomic<int> sleeping{0};  // the worker's futex word: 1 while it waits for a buffer
+  std::atomic<bool> stop{false};
+  bool flushed = false;  // export applied the partial buffer (under g.lock)
+};
+Feed f;
+Drain d;
+constexpr uint32_t kEvents = 4096;  // per buffer: 64 KiB, ~0.1-0.2 ms of the worker's time
+constexpr uint32_t kBuffers = 8;
+constexpr uint64_t kSwitch = uint64_t(1) << 63;  // a half switch (half_switch): `half` alone
+constexpr uint64_t kSpans = uint64_t(1) << 62;   // the access spans both halves of its line
 
 Histogram* histogram_of(uint64_t ip) {
   if (ip == g.last_ip) return g.last_hist;
@@ -275,13 +313,145 @@ __attribute__((noinline)) void half_plain(uint64_t half) { track_program(2, half
 
 // The half-line stack alone, for one access to `half`; a line the sampling does not follow stops
 // at a hash and a compare.
-void feed_half(uint64_t half) {
+__attribute__((always_inline)) inline void feed_half_with(bool popcnt, uint64_t half) {
   if (g.stacks[2].sampling() && !g.stacks[2].follows(half)) {
     g.last[2] = ~uint64_t(0);
     return;
   }
-  if (g.popcnt) half_popcnt(half);
+  if (popcnt) half_popcnt(half);
   else half_plain(half);
+}
+void feed_half(uint64_t half) { feed_half_with(g.popcnt, half); }
+
+// Sampling (past the memory bound, or asked for): whether no stack follows the access, which
+// then stops at a hash and a compare per stack.
+inline bool none_follows(uint64_t half, bool spans) {
+  const uint64_t line = half >> 1;
+  return __builtin_expect(g.stacks[1].sampling(), 0) && !g.stacks[0].follows(line) &&
+         !g.stacks[1].follows(line >> 1) &&
+         (g.nstacks == 2 || (g.stacks[2].sampling() && !g.stacks[2].follows(half) &&
+                             (!spans || !g.stacks[2].follows(half + 1))));
+}
+
+// The tracker's work for `n` events in order (the worker's, or the producer's when the buffers
+// are all queued, or export's), under `lock`. An access that spans both halves of its line
+// spans half and half + 1 (a line holds two halves).
+template <bool kPopcnt>
+__attribute__((always_inline)) inline void apply_events(const Event* e, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint64_t half = e[i].half;
+    if (e[i].ip & kSwitch) {
+      feed_half_with(kPopcnt, half);
+      continue;
+    }
+    const bool spans = (e[i].ip & kSpans) != 0;
+    if (none_follows(half, spans)) continue;
+    track(e[i].ip & ~(kSwitch | kSpans), half);
+    if (spans) feed_half_with(kPopcnt, half + 1);
+  }
+}
+__attribute__((target("popcnt"), noinline)) void apply_popcnt(const Event* e, uint32_t n) {
+  apply_events<true>(e, n);
+}
+__attribute__((noinline)) void apply_plain(const Event* e, uint32_t n) { apply_events<false>(e, n); }
+inline void apply(const Event* e, uint32_t n) {
+  if (g.popcnt) apply_popcnt(e, n);
+  else apply_plain(e, n);
+}
+inline Event* buffer(uint64_t i) { return f.bufs + (i % kBuffers) * kEvents; }
+
+// Applies queued buffers, oldest first, until at most `keep` of the first `published` remain
+// queued. `lock` held.
+void apply_queued(uint64_t published, uint64_t keep) {
+  for (uint64_t t = d.tail.load(std::memory_order_relaxed); published - t > keep; ++t) {
+    apply(buffer(t), kEvents);
+    d.tail.store(t + 1, std::memory_order_release);
+  }
+}
+
+void futex(std::atomic<int>* addr, int op, int val, const timespec* timeout) {
+  syscall(SYS_futex, reinterpret_cast<int*>(addr), op, val, timeout, nullptr, 0);
+}
+
+// The producer filled buffer head % kBuffers: queues it, and makes room for the next one (applying
+// the oldest itself when the worker is that far behind: a loaded machine, or a worker that is not
+// scheduled; the order stays the program's).
+__attribute__((noinline)) void publish() {
+  f.fill = 0;
+  const uint64_t h = f.head.load(std::memory_order_relaxed) + 1;
+  f.head.store(h, std::memory_order_seq_cst);
+  if (h - d.tail.load(std::memory_order_acquire) >= kBuffers) {
+    const int saved = errno;  // (a program thread: the lock may yield)
+    g.lock.lock();
+    apply_queued(h, kBuffers - 1);
+    g.lock.unlock();
+    errno = saved;
+  } else if (d.sleeping.load(std::memory_order_seq_cst) != 0) {
+    const int saved = errno;
+    futex(&d.sleeping, FUTEX_WAKE_PRIVATE, 1, nullptr);
+    errno = saved;
+  }
+}
+
+// One event for the worker. Producers are serialised (the relay, a solo owner, one thread, or
+// `plock`).
+inline void put(uint64_t ip, uint64_t half) {
+  Event* e = buffer(f.head.load(std::memory_order_relaxed)) + f.fill;
+  // The buffer's lines were last read by the worker, on another core: each is fetched back for
+  // writing well ahead (a store waiting for it cost ~10 ns an event on our VMs). Plain stores, not
+  // streaming ones: the producer may be another thread next time (the relay, a solo owner), and
+  // their stores must be visible in order without a fence of the previous one's.
+  if ((f.fill & 3) == 0) __builtin_prefetch(e + 64, 1);
+  *e = Event{ip, half};
+  if (++f.fill == kEvents) publish();
+}
+
+// The worker: applies each buffer as it is queued, and sleeps (at most 20 ms: a wake-up lost to
+// the producer's unfenced look is found then) while none is. Runs with every signal blocked,
+// allocating (the stacks' growth) from the runtime's private heap.
+void* worker_main(void*) {
+  set_in_runtime(true);
+  for (;;) {
+    if (d.tail.load(std::memory_order_acquire) != f.head.load(std::memory_order_acquire)) {
+      g.lock.lock();
+      const uint64_t t = d.tail.load(std::memory_order_relaxed);
+      if (t != f.head.load(std::memory_order_acquire)) {
+        apply(buffer(t), kEvents);
+        d.tail.store(t + 1, std::memory_order_release);
+      }
+      g.lock.unlock();
+      continue;
+    }
+    if (d.stop.load(std::memory_order_acquire)) break;
+    d.sleeping.store(1, std::memory_order_seq_cst);
+    if (d.tail.load(std::memory_order_seq_cst) == f.head.load(std::memory_order_seq_cst) &&
+        !d.stop.load(std::memory_order_seq_cst)) {
+      const timespec ts{0, 20 * 1000 * 1000};
+      futex(&d.sleeping, FUTEX_WAIT_PRIVATE, 1, &ts);
+    }
+    d.sleeping.store(0, std::memory_order_relaxed);
+  }
+  return nullptr;
+}
+
+// Starts the worker with libc's pthread_create (ours would count it as a program thread), every
+// signal blocked (none of the program's runs on it). False, with nothing started, when it cannot.
+bool start_worker() {
+  using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  auto create = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
+  if (create == nullptr) return false;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t th;
+  const bool ok = create(&th, &attr, worker_main, nullptr) == 0;
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return ok;
 }
 
 }  // namespace
@@ -329,8 +499,17 @@ bool start(unsigned line_shift, const Knobs& k) {
     g_half.mask.store(~((uint64_t(1) << (line_shift - 1)) - 1), std::memory_order_relaxed);
     g_half.base.store(~uint64_t(0) & g_half.mask.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
+  if (g.on && k.thread) {
+    f.bufs = alloc_zeroed<Event>(size_t(kBuffers) * kEvents);
+    if (f.bufs && !start_worker()) {
+      stack_free(f.bufs, 0);
+      f.bufs = nullptr;
+    }
+  }
   return g.on;
 }
+
+bool worker_running() noexcept { return f.bufs != nullptr; }
 
 void access(uint64_t ip, uint64_t addr, uint32_t size, bool concurrent) noexcept {
   if (!g.on) return;
@@ -338,13 +517,16 @@ void access(uint64_t ip, uint64_t addr, uint32_t size, bool concurrent) noexcept
   // The half line of its last byte, when the access spans both halves of its line.
   const uint64_t end_half = size > 1 ? (addr + size - 1) >> (g.line_shift - 1) : half;
   const bool spans = g.nstacks == 3 && end_half != half && (end_half >> 1) == line;
-  if (spans) g.half_spans.fetch_add(1, std::memory_order_relaxed);
+  if (spans) f.half_spans.fetch_add(1, std::memory_order_relaxed);
   const uint64_t base = (spans ? addr + size - 1 : addr) & g_half.mask.load(std::memory_order_relaxed);
-  // Sampling (past the memory bound, or asked for): most accesses stop at a hash and a compare.
-  if (__builtin_expect(g.stacks[1].sampling(), 0) && !g.stacks[0].follows(line) &&
-      !g.stacks[1].follows(line >> 1) &&
-      (g.nstacks == 2 || (g.stacks[2].sampling() && !g.stacks[2].follows(half) &&
-                          (!spans || !g.stacks[2].follows(end_half))))) {
+  if (f.bufs) {  // the worker applies it (its sampling test too: the thresholds are its state)
+    if (concurrent) f.plock.lock();
+    if (g.nstacks == 3) g_half.base.store(base, std::memory_order_relaxed);
+    put(ip | (spans ? kSpans : 0), half);
+    if (concurrent) f.plock.unlock();
+    return;
+  }
+  if (none_follows(half, spans)) {
     if (g.nstacks == 3) g_half.base.store(base, std::memory_order_relaxed);
     return;
   }
@@ -358,14 +540,15 @@ void access(uint64_t ip, uint64_t addr, uint32_t size, bool concurrent) noexcept
 
 void half_span(uint64_t last) noexcept {
   if (g.nstacks != 3) return;
-  g.half_spans.fetch_add(1, std::memory_order_relaxed);
+  f.half_spans.fetch_add(1, std::memory_order_relaxed);
   half_switch(last);
 }
 
 void half_switch(uint64_t addr) noexcept {
   if (g.nstacks != 3) return;
   g_half.base.store(addr & g_half.mask.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  feed_half(addr >> (g.line_shift - 1));
+  if (f.bufs) put(kSwitch, addr >> (g.line_shift - 1));
+  else feed_half(addr >> (g.line_shift - 1));
 }
 
 namespace {
@@ -373,10 +556,32 @@ namespace {
 // The tracker's lock for an export. finish() may run in a fatal-signal handler that interrupted
 // a thread holding it, or while a thread it gave up waiting for holds it: never wait for long
 // (`held` false: leave the curves out).
+// With the worker, the holder is most often the worker itself, in the middle of a buffer (a
+// fraction of a millisecond, more on a loaded machine): then wait up to a second, yielding. Once
+// held, everything queued and the producer's partial buffer are applied (recording has stopped:
+// nobody appends any more) and the worker is told to stop.
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
 struct ExportLock {
   bool held = false;
   ExportLock() {
     for (int i = 0; i < 100000 && !(held = g.lock.try_lock()); ++i) __builtin_ia32_pause();
+    if (!held && f.bufs) {
+      const uint64_t until = now_ns() + 1000000000u;
+      while (!(held = g.lock.try_lock()) && now_ns() < until) sched_yield();
+    }
+    if (held && f.bufs && !d.flushed) {
+      const uint64_t h = f.head.load(std::memory_order_acquire);
+      apply_queued(h, 0);
+      apply(buffer(h), f.fill);
+      f.fill = 0;
+      d.flushed = true;
+      d.stop.store(true, std::memory_order_seq_cst);
+      if (d.sleeping.load(std::memory_order_seq_cst)) futex(&d.sleeping, FUTEX_WAKE_PRIVATE, 1, nullptr);
+    }
   }
   ~ExportLock() {
     if (held) g.lock.unlock();
@@ -437,7 +642,7 @@ size_t export_info(profile::ReuseInfoRecord* out, size_t max) noexcept {
     r.rate = s.rate();
     r.dropped = s.dropped();
     r.lines = s.live();
-    if (i == 2) r.extra_accesses = g.half_spans.load(std::memory_order_relaxed);
+    if (i == 2) r.extra_accesses = f.half_spans.load(std::memory_order_relaxed);
   }
   return n;
 }

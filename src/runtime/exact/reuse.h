@@ -24,7 +24,14 @@
 //
 // Threading: all threads' accesses form one stream, as a cache they all shared would see them.
 // access() takes a spinlock only when told the simulator runs concurrently (without the relay,
-// several threads call it at once); otherwise its callers are already serialised.
+// several threads call it at once); otherwise its callers are already serialised. With
+// Knobs::thread (exact mode's default) the stacks are the work of a thread of their own: access()
+// and the hit path's half switches append an event to a 64 KiB buffer, and the worker applies
+// full buffers in order, so the curves are those of applying them at once. On a machine with a
+// free core the program's thread no longer waits for them (the tracker was a third of exact
+// mode's time on real programs); its CPU time stays. When all 8 buffers are queued the producer
+// applies the oldest itself: memory stays bounded and a worker without a core costs the program
+// no more than applying them at once. Exports apply what is queued (recording has stopped).
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -44,6 +51,11 @@ struct Knobs {
   // The half-line stack: off, or its first rate (as rate_shift; it has the same bound).
   bool half = true;
   unsigned half_rate_shift = 0;
+  // Apply the accesses on a thread of the tracker's own, in order, from buffers the simulating
+  // thread fills (access() then costs a 16-byte store): the curves are the same, the program's
+  // thread does not wait for them. Off: access() applies each at once. Without memory or a
+  // thread for it, off.
+  bool thread = false;
 };
 
 // WHYMISS_MRC_HALF's words into `k`: "all" follows every half line, "sampled" one in
@@ -76,6 +88,8 @@ __attribute__((always_inline)) inline void on_hit(uint64_t addr, uint32_t size) 
 
 // `line_shift`: log2 of the simulated line size. False when memory could not be had.
 bool start(unsigned line_shift, const Knobs& k = {});
+// Whether a worker thread applies the accesses (Knobs::thread, and it started).
+bool worker_running() noexcept;
 // One access by instruction `ip` (a return address minus one, as the profile keys them).
 // `size`: its bytes (an access spanning both halves of its line is two at half the line; only its
 // first line counts at the simulated line size and twice it). `concurrent`: other threads may

@@ -337,6 +337,9 @@ void init() {
     reuse::Knobs rk;
     if (m && std::strcmp(m, "sampled") == 0) rk.rate_shift = rk.half_rate_shift = 4;
     reuse::half_knob(std::getenv("WHYMISS_MRC_HALF"), &rk);
+    // The stacks on a thread of their own unless WHYMISS_MRC_THREAD=0 (same curves; reuse.h).
+    const char* th = std::getenv("WHYMISS_MRC_THREAD");
+    rk.thread = !(th && std::strcmp(th, "0") == 0);
     reuse::start(g.line_shift, rk);
   }
   // The access log for what-if replays (access_log.h): WHYMISS_ACCESS_LOG entries, 0 = off.
