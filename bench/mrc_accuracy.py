@@ -82,7 +82,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--sizes", default="2K,4K,8K,16K,32K,64K,96K,128K")
+    ap.add_argument("--sizes", default="2K,4K,8K,16K,32K,64K,128K,256K")
     ap.add_argument("--mrc", default="", help="WHYMISS_MRC for the curve runs (default: the runtime's)")
     ap.add_argument("--curve", choices=["main", "half"], default="main",
                     help="the curve checked: the simulated line's, or the one at half the line "

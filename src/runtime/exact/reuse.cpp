@@ -222,8 +222,12 @@ struct Event {
 };
 struct alignas(64) Feed {  // the producers'
   Event* bufs = nullptr;   // kBuffers * kEvents; null: no worker, access() applies at once
-  uint32_t fill = 0;       // events in buffer head % kBuffers
-  std::atomic<uint64_t> head{0};
+  // Events appended: the next goes to buffer events / kEvents at events % kEvents. One counter,
+  // stored after the event, so that an export in a signal handler that interrupted the producer
+  // knows exactly which events exist (the full buffers before it, and the partial one).
+  uint64_t events = 0;
+  std::atomic<uint64_t> head{0};  // buffers published to the worker (events / kEvents, once full)
+  pid_t pid = 0;  // the process the worker runs in (a raw fork's child has none)
   SpinLock plock;  // producers, when the simulator runs concurrently
   // Accesses that spanned both halves of their line: each is one more access at half the line
   // (ReuseInfoRecord::extra_accesses), whether or not the half-line stack followed it.
@@ -233,10 +237,12 @@ struct alignas(64) Drain {  // the worker's (and export's)
   std::atomic<uint64_t> tail{0};
   std::atomic<int> sleeping{0};  // the worker's futex word: 1 while it waits for a buffer
   std::atomic<bool> stop{false};
+  std::atomic<bool> busy{false};  // the worker holds g.lock (applying a buffer)
   bool flushed = false;  // export applied the partial buffer (under g.lock)
+  bool gave_up = false;  // an export could not get g.lock: the curves are left out
 };
-Feed f;
-Drain d;
+Feed g_feed;
+Drain g_drain;
 constexpr uint32_t kEvents = 4096;  // per buffer: 64 KiB, ~0.1-0.2 ms of the worker's time
 constexpr uint32_t kBuffers = 8;
 constexpr uint64_t kSwitch = uint64_t(1) << 63;  // a half switch (half_switch): `half` alone
@@ -358,14 +364,14 @@ inline void apply(const Event* e, uint32_t n) {
   if (g.popcnt) apply_popcnt(e, n);
   else apply_plain(e, n);
 }
-inline Event* buffer(uint64_t i) { return f.bufs + (i % kBuffers) * kEvents; }
+inline Event* buffer(uint64_t i) { return g_feed.bufs + (i % kBuffers) * kEvents; }
 
 // Applies queued buffers, oldest first, until at most `keep` of the first `published` remain
 // queued. `lock` held.
 void apply_queued(uint64_t published, uint64_t keep) {
-  for (uint64_t t = d.tail.load(std::memory_order_relaxed); published - t > keep; ++t) {
+  for (uint64_t t = g_drain.tail.load(std::memory_order_relaxed); t + keep < published; ++t) {
     apply(buffer(t), kEvents);
-    d.tail.store(t + 1, std::memory_order_release);
+    g_drain.tail.store(t + 1, std::memory_order_release);
   }
 }
 
@@ -373,63 +379,71 @@ void futex(std::atomic<int>* addr, int op, int val, const timespec* timeout) {
   syscall(SYS_futex, reinterpret_cast<int*>(addr), op, val, timeout, nullptr, 0);
 }
 
-// The producer filled buffer head % kBuffers: queues it, and makes room for the next one (applying
-// the oldest itself when the worker is that far behind: a loaded machine, or a worker that is not
-// scheduled; the order stays the program's).
-__attribute__((noinline)) void publish() {
-  f.fill = 0;
-  const uint64_t h = f.head.load(std::memory_order_relaxed) + 1;
-  f.head.store(h, std::memory_order_seq_cst);
-  if (h - d.tail.load(std::memory_order_acquire) >= kBuffers) {
-    const int saved = errno;  // (a program thread: the lock may yield)
-    g.lock.lock();
-    apply_queued(h, kBuffers - 1);
-    g.lock.unlock();
-    errno = saved;
-  } else if (d.sleeping.load(std::memory_order_seq_cst) != 0) {
-    const int saved = errno;
-    futex(&d.sleeping, FUTEX_WAKE_PRIVATE, 1, nullptr);
-    errno = saved;
+// Wakes the worker if it sleeps (or is about to: its futex wait then returns at once).
+inline void wake_worker() {
+  if (g_drain.sleeping.exchange(0, std::memory_order_seq_cst) != 0)
+    futex(&g_drain.sleeping, FUTEX_WAKE_PRIVATE, 1, nullptr);
+}
+
+// The producer filled buffer h - 1: queues it, and makes room for the next one (applying the
+// oldest itself when the worker is that far behind: a loaded machine, or a worker that is not
+// scheduled; the order stays the program's). In the child of a raw fork (no atfork handler ran:
+// the child still records) there is no worker, and g.lock may be held by the parent's: nothing is
+// applied there, the buffers are overwritten (that child writes no profile).
+__attribute__((noinline)) void publish(uint64_t h) {
+  const int saved = errno;  // (a program thread)
+  g_feed.head.store(h, std::memory_order_seq_cst);
+  if (getpid() == g_feed.pid) {
+    if (h - g_drain.tail.load(std::memory_order_acquire) >= kBuffers) {
+      g.lock.lock();
+      apply_queued(h, kBuffers - 1);
+      g.lock.unlock();
+    } else {
+      wake_worker();
+    }
   }
+  errno = saved;
 }
 
 // One event for the worker. Producers are serialised (the relay, a solo owner, one thread, or
 // `plock`).
 inline void put(uint64_t ip, uint64_t half) {
-  Event* e = buffer(f.head.load(std::memory_order_relaxed)) + f.fill;
+  const uint64_t n = g_feed.events;
+  Event* e = buffer(n / kEvents) + n % kEvents;
   // The buffer's lines were last read by the worker, on another core: each is fetched back for
   // writing well ahead (a store waiting for it cost ~10 ns an event on our VMs). Plain stores, not
   // streaming ones: the producer may be another thread next time (the relay, a solo owner), and
   // their stores must be visible in order without a fence of the previous one's.
-  if ((f.fill & 3) == 0) __builtin_prefetch(e + 64, 1);
+  if ((n & 3) == 0) __builtin_prefetch(e + 64, 1);
   *e = Event{ip, half};
-  if (++f.fill == kEvents) publish();
+  g_feed.events = n + 1;
+  if ((n + 1) % kEvents == 0) publish((n + 1) / kEvents);
 }
 
-// The worker: applies each buffer as it is queued, and sleeps (at most 20 ms: a wake-up lost to
-// the producer's unfenced look is found then) while none is. Runs with every signal blocked,
-// allocating (the stacks' growth) from the runtime's private heap.
+// The worker: applies each buffer as it is queued, and sleeps while none is (woken by
+// publish() or an export). Runs with every signal blocked, allocating (the stacks' growth) from
+// the runtime's private heap.
 void* worker_main(void*) {
   set_in_runtime(true);
   for (;;) {
-    if (d.tail.load(std::memory_order_acquire) != f.head.load(std::memory_order_acquire)) {
+    if (g_drain.tail.load(std::memory_order_acquire) < g_feed.head.load(std::memory_order_acquire)) {
       g.lock.lock();
-      const uint64_t t = d.tail.load(std::memory_order_relaxed);
-      if (t != f.head.load(std::memory_order_acquire)) {
+      g_drain.busy.store(true, std::memory_order_relaxed);
+      const uint64_t t = g_drain.tail.load(std::memory_order_relaxed);
+      if (t < g_feed.head.load(std::memory_order_acquire)) {
         apply(buffer(t), kEvents);
-        d.tail.store(t + 1, std::memory_order_release);
+        g_drain.tail.store(t + 1, std::memory_order_release);
       }
+      g_drain.busy.store(false, std::memory_order_relaxed);
       g.lock.unlock();
       continue;
     }
-    if (d.stop.load(std::memory_order_acquire)) break;
-    d.sleeping.store(1, std::memory_order_seq_cst);
-    if (d.tail.load(std::memory_order_seq_cst) == f.head.load(std::memory_order_seq_cst) &&
-        !d.stop.load(std::memory_order_seq_cst)) {
-      const timespec ts{0, 20 * 1000 * 1000};
-      futex(&d.sleeping, FUTEX_WAIT_PRIVATE, 1, &ts);
-    }
-    d.sleeping.store(0, std::memory_order_relaxed);
+    if (g_drain.stop.load(std::memory_order_acquire)) break;
+    g_drain.sleeping.store(1, std::memory_order_seq_cst);
+    if (g_drain.tail.load(std::memory_order_seq_cst) >= g_feed.head.load(std::memory_order_seq_cst) &&
+        !g_drain.stop.load(std::memory_order_seq_cst))
+      futex(&g_drain.sleeping, FUTEX_WAIT_PRIVATE, 1, nullptr);
+    g_drain.sleeping.store(0, std::memory_order_relaxed);
   }
   return nullptr;
 }
@@ -500,16 +514,17 @@ bool start(unsigned line_shift, const Knobs& k) {
     g_half.base.store(~uint64_t(0) & g_half.mask.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
   if (g.on && k.thread) {
-    f.bufs = alloc_zeroed<Event>(size_t(kBuffers) * kEvents);
-    if (f.bufs && !start_worker()) {
-      stack_free(f.bufs, 0);
-      f.bufs = nullptr;
+    g_feed.bufs = alloc_zeroed<Event>(size_t(kBuffers) * kEvents);
+    g_feed.pid = getpid();
+    if (g_feed.bufs && !start_worker()) {
+      stack_free(g_feed.bufs, 0);
+      g_feed.bufs = nullptr;
     }
   }
   return g.on;
 }
 
-bool worker_running() noexcept { return f.bufs != nullptr; }
+bool worker_running() noexcept { return g_feed.bufs != nullptr; }
 
 void access(uint64_t ip, uint64_t addr, uint32_t size, bool concurrent) noexcept {
   if (!g.on) return;
@@ -517,13 +532,13 @@ void access(uint64_t ip, uint64_t addr, uint32_t size, bool concurrent) noexcept
   // The half line of its last byte, when the access spans both halves of its line.
   const uint64_t end_half = size > 1 ? (addr + size - 1) >> (g.line_shift - 1) : half;
   const bool spans = g.nstacks == 3 && end_half != half && (end_half >> 1) == line;
-  if (spans) f.half_spans.fetch_add(1, std::memory_order_relaxed);
+  if (spans) g_feed.half_spans.fetch_add(1, std::memory_order_relaxed);
   const uint64_t base = (spans ? addr + size - 1 : addr) & g_half.mask.load(std::memory_order_relaxed);
-  if (f.bufs) {  // the worker applies it (its sampling test too: the thresholds are its state)
-    if (concurrent) f.plock.lock();
+  if (g_feed.bufs) {  // the worker applies it (its sampling test too: the thresholds are its state)
+    if (concurrent) g_feed.plock.lock();
     if (g.nstacks == 3) g_half.base.store(base, std::memory_order_relaxed);
     put(ip | (spans ? kSpans : 0), half);
-    if (concurrent) f.plock.unlock();
+    if (concurrent) g_feed.plock.unlock();
     return;
   }
   if (none_follows(half, spans)) {
@@ -540,14 +555,14 @@ void access(uint64_t ip, uint64_t addr, uint32_t size, bool concurrent) noexcept
 
 void half_span(uint64_t last) noexcept {
   if (g.nstacks != 3) return;
-  f.half_spans.fetch_add(1, std::memory_order_relaxed);
+  g_feed.half_spans.fetch_add(1, std::memory_order_relaxed);
   half_switch(last);
 }
 
 void half_switch(uint64_t addr) noexcept {
   if (g.nstacks != 3) return;
   g_half.base.store(addr & g_half.mask.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  if (f.bufs) put(kSwitch, addr >> (g.line_shift - 1));
+  if (g_feed.bufs) put(kSwitch, addr >> (g.line_shift - 1));
   else feed_half(addr >> (g.line_shift - 1));
 }
 
@@ -557,9 +572,11 @@ namespace {
 // a thread holding it, or while a thread it gave up waiting for holds it: never wait for long
 // (`held` false: leave the curves out).
 // With the worker, the holder is most often the worker itself, in the middle of a buffer (a
-// fraction of a millisecond, more on a loaded machine): then wait up to a second, yielding. Once
-// held, everything queued and the producer's partial buffer are applied (recording has stopped:
-// nobody appends any more) and the worker is told to stop.
+// fraction of a millisecond, more on a loaded machine): while it is, wait up to a second, yielding.
+// A holder that is not the worker (this thread, interrupted in publish(), or a thread stopped in
+// it) is not waited for. Once held, everything queued and the producer's partial buffer are
+// applied (recording has stopped: nobody appends any more) and the worker is told to stop. A
+// failed attempt is final: the next export does not wait again.
 uint64_t now_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -568,19 +585,24 @@ uint64_t now_ns() {
 struct ExportLock {
   bool held = false;
   ExportLock() {
+    if (g_drain.gave_up) return;
     for (int i = 0; i < 100000 && !(held = g.lock.try_lock()); ++i) __builtin_ia32_pause();
-    if (!held && f.bufs) {
+    if (!held && g_feed.bufs) {
       const uint64_t until = now_ns() + 1000000000u;
-      while (!(held = g.lock.try_lock()) && now_ns() < until) sched_yield();
+      while (!(held = g.lock.try_lock()) && g_drain.busy.load(std::memory_order_relaxed) && now_ns() < until)
+        sched_yield();
     }
-    if (held && f.bufs && !d.flushed) {
-      const uint64_t h = f.head.load(std::memory_order_acquire);
-      apply_queued(h, 0);
-      apply(buffer(h), f.fill);
-      f.fill = 0;
-      d.flushed = true;
-      d.stop.store(true, std::memory_order_seq_cst);
-      if (d.sleeping.load(std::memory_order_seq_cst)) futex(&d.sleeping, FUTEX_WAKE_PRIVATE, 1, nullptr);
+    if (!held) {
+      g_drain.gave_up = true;
+      return;
+    }
+    if (g_feed.bufs && !g_drain.flushed) {
+      const uint64_t n = g_feed.events;
+      apply_queued(n / kEvents, 0);
+      apply(buffer(n / kEvents), uint32_t(n % kEvents));
+      g_drain.flushed = true;
+      g_drain.stop.store(true, std::memory_order_seq_cst);
+      wake_worker();
     }
   }
   ~ExportLock() {
@@ -592,7 +614,11 @@ struct ExportLock {
 
 }  // namespace
 
-size_t record_count() noexcept { return g.on ? g.nstacks + g.nips : 0; }
+size_t record_count() noexcept {
+  if (!g.on) return 0;
+  ExportLock lock;  // the worker's queue applied first: it may hold instructions not yet seen
+  return g.nstacks + g.nips;
+}
 
 size_t export_records(profile::ReuseRecord* out, size_t max) noexcept {
   if (!g.on) return 0;
@@ -642,7 +668,7 @@ size_t export_info(profile::ReuseInfoRecord* out, size_t max) noexcept {
     r.rate = s.rate();
     r.dropped = s.dropped();
     r.lines = s.live();
-    if (i == 2) r.extra_accesses = f.half_spans.load(std::memory_order_relaxed);
+    if (i == 2) r.extra_accesses = g_feed.half_spans.load(std::memory_order_relaxed);
   }
   return n;
 }
