@@ -471,11 +471,11 @@ bool start_worker() {
 }  // namespace
 
 constinit HalfWatch g_half;
-// Sampled by default: with every half line followed the tracker cost 24-35 % of exact mode's CPU
-// time over bench/mrc_accuracy.py's programs (four runs; 12-18 % without the half line), past the
-// 25 % target; with one half line in 16, 17-23 %, erring by less than 0.007 on smooth curves and
-// up to 0.40 at cliffs (bench/README.md). WHYMISS_MRC_HALF=all gives the exact curve.
-const char* const kHalfDefault = "sampled";
+// Every half line by default: exact curves at all three line sizes. Applied inline, that took the
+// tracker to 24-35 % of exact mode's time on bench/mrc_accuracy.py's programs, past #16's 25 %;
+// on the worker thread (Knobs::thread) the program waits 0-12 % longer for all three curves
+// (bench/README.md). One half line in 16 ("sampled") errs by up to 0.40 at cliffs.
+const char* const kHalfDefault = "all";
 
 void half_knob(const char* env, Knobs* k) noexcept {
   auto known = [](const char* s) {

@@ -20,7 +20,7 @@
 // feeds the half-line stack alone (half_switch), so that its stream is every change of half line,
 // as exact as the others (a repeat of the same half is distance 0 and needs nothing). Held hits
 // of multi-threaded programs (relay lanes) do not call it: their curves are approximate anyway
-// (one merged stream). By default the half-line stack samples (kHalfDefault: its cost).
+// (one merged stream). By default the half-line stack follows every half line (kHalfDefault).
 //
 // Threading: all threads' accesses form one stream, as a cache they all shared would see them.
 // access() takes a spinlock only when told the simulator runs concurrently (without the relay,
