@@ -416,6 +416,7 @@ inline void put(uint64_t ip, uint64_t half) {
   // their stores must be visible in order without a fence of the previous one's.
   if ((n & 3) == 0) __builtin_prefetch(e + 64, 1);
   *e = Event{ip, half};
+  std::atomic_signal_fence(std::memory_order_release);  // the event before the count (a handler's export reads both)
   g_feed.events = n + 1;
   if ((n + 1) % kEvents == 0) publish((n + 1) / kEvents);
 }
@@ -423,19 +424,23 @@ inline void put(uint64_t ip, uint64_t half) {
 // The worker: applies each buffer as it is queued, and sleeps while none is (woken by
 // publish() or an export). Runs with every signal blocked, allocating (the stacks' growth) from
 // the runtime's private heap.
+thread_local bool t_is_worker = false;
 void* worker_main(void*) {
   set_in_runtime(true);
+  t_is_worker = true;
   for (;;) {
     if (g_drain.tail.load(std::memory_order_acquire) < g_feed.head.load(std::memory_order_acquire)) {
+      // `busy` covers the whole hold, the lock's acquisition and release included, so that an
+      // export that finds the lock taken and `busy` down knows the holder is not the worker.
+      g_drain.busy.store(true, std::memory_order_seq_cst);
       g.lock.lock();
-      g_drain.busy.store(true, std::memory_order_relaxed);
       const uint64_t t = g_drain.tail.load(std::memory_order_relaxed);
       if (t < g_feed.head.load(std::memory_order_acquire)) {
         apply(buffer(t), kEvents);
         g_drain.tail.store(t + 1, std::memory_order_release);
       }
-      g_drain.busy.store(false, std::memory_order_relaxed);
       g.lock.unlock();
+      g_drain.busy.store(false, std::memory_order_release);
       continue;
     }
     if (g_drain.stop.load(std::memory_order_acquire)) break;
@@ -472,9 +477,10 @@ bool start_worker() {
 
 constinit HalfWatch g_half;
 // Every half line by default: exact curves at all three line sizes. Applied inline, that took the
-// tracker to 24-35 % of exact mode's time on bench/mrc_accuracy.py's programs, past #16's 25 %;
-// on the worker thread (Knobs::thread) the program waits 0-12 % longer for all three curves
-// (bench/README.md). One half line in 16 ("sampled") errs by up to 0.40 at cliffs.
+// tracker to 24-35 % of exact mode's CPU time on bench/mrc_accuracy.py's programs, past #16's
+// 25 %; on the worker thread (Knobs::thread) the program's wall time grows 0-12 % on them in two
+// runs, up to 47 % on the shortest in a third, and its CPU time as before (bench/README.md). One
+// half line in 16 ("sampled") errs by up to 0.40 at cliffs.
 const char* const kHalfDefault = "all";
 
 void half_knob(const char* env, Knobs* k) noexcept {
@@ -575,8 +581,10 @@ namespace {
 // fraction of a millisecond, more on a loaded machine): while it is, wait up to a second, yielding.
 // A holder that is not the worker (this thread, interrupted in publish(), or a thread stopped in
 // it) is not waited for. Once held, everything queued and the producer's partial buffer are
-// applied (recording has stopped: nobody appends any more) and the worker is told to stop. A
-// failed attempt is final: the next export does not wait again.
+// applied (recording has stopped: nobody appends any more, except a thread finish() gave up
+// waiting for, whose last events may then be missed or half-applied, as its simulator accesses
+// are) and the worker is told to stop. A failed attempt is final: the next export does not wait
+// again.
 uint64_t now_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -587,7 +595,7 @@ struct ExportLock {
   ExportLock() {
     if (g_drain.gave_up) return;
     for (int i = 0; i < 100000 && !(held = g.lock.try_lock()); ++i) __builtin_ia32_pause();
-    if (!held && g_feed.bufs) {
+    if (!held && g_feed.bufs && !t_is_worker) {  // (a crash on the worker: it holds the lock)
       const uint64_t until = now_ns() + 1000000000u;
       while (!(held = g.lock.try_lock()) && g_drain.busy.load(std::memory_order_relaxed) && now_ns() < until)
         sched_yield();

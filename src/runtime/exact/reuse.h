@@ -95,7 +95,8 @@ bool worker_running() noexcept;
 // first line counts at the simulated line size and twice it). `concurrent`: other threads may
 // call access() at the same time.
 void access(uint64_t ip, uint64_t addr, uint32_t size, bool concurrent) noexcept;
-// Records written by export_records: 2 or 3 program histograms + instructions.
+// Records written by export_records: 2 or 3 program histograms + instructions. Call once
+// recording stopped: it applies what the worker has queued first (and stops it).
 size_t record_count() noexcept;
 // Fills up to `max` records; returns how many. Call once recording stopped.
 size_t export_records(profile::ReuseRecord* out, size_t max) noexcept;
