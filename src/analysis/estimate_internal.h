@@ -88,6 +88,10 @@ std::map<uint64_t, Sweep> sample_sweeps(const profile::Profile& p);
 
 // Fills r.objects / r.object_count with the heap objects overlapping the bytes of line r.line
 // that r's threads touched (every overlapping object when r has no masks). Call after the masks.
-void name_line_objects(const std::vector<profile::ObjectRecord>& objects, uint32_t line, profile::LineRecord& r);
+// Names in `r` the heap objects overlapping its line that cover a granule in `touched` (every
+// thread's read and write masks or-ed: the record keeps only its first kLineThreads threads').
+// Without masks (touched 0) every overlapping object counts.
+void name_line_objects(const std::vector<profile::ObjectRecord>& objects, uint32_t line, uint64_t touched,
+                       profile::LineRecord& r);
 
 }  // namespace whymiss::analysis::est

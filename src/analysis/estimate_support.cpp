@@ -106,15 +106,9 @@ std::map<uint64_t, Sweep> sample_sweeps(const profile::Profile& p) {
   return out;
 }
 
-void name_line_objects(const std::vector<profile::ObjectRecord>& objects, uint32_t line, profile::LineRecord& r) {
+void name_line_objects(const std::vector<profile::ObjectRecord>& objects, uint32_t line, uint64_t touched,
+                       profile::LineRecord& r) {
   const uint64_t lo = r.line * line, hi = lo + line;
-  uint64_t touched = 0;  // granules any thread read or wrote
-  for (int i = 0; i < profile::kLineThreads; ++i)
-    if (r.threads[i] != profile::kNoThread) touched |= r.read_mask[i] | r.write_mask[i];
-  // The record keeps the masks of its first kLineThreads threads only: with more, the others'
-  // bytes are unknown, so every overlapping object counts (naming a neighbour beats leaving out
-  // the object a ninth thread wrote).
-  if (r.thread_count > uint32_t(profile::kLineThreads)) touched = 0;
   const uint64_t granule = std::max<uint64_t>(1, line / 64);
   // Does [start, end) cover a touched granule? Without masks every overlapping object counts.
   auto touches = [&](uint64_t start, uint64_t end) {

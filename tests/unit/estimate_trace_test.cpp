@@ -140,13 +140,15 @@ TEST(EstimateTrace, SharingNamesTheObjectsTheThreadsTouchedNotTheirNeighbours) {
 }
 
 // A line record keeps the byte masks of its first 8 threads: an object only a ninth or tenth
-// thread wrote must still be named (ten threads: eight on one heap object, two on another).
+// thread wrote must still be named (ten threads: eight on one heap object, two on another), and
+// an object on the line nobody touched still not.
 TEST(EstimateTrace, SharingNamesObjectsOfThreadsBeyondTheRecordsMasks) {
   testing::Workload w = testing::false_sharing_alloc(false);
   w.threads = 10;
   w.accesses = 200000;
   const uint64_t a = 0x555500000ec0, b = 0x555500000ee0;
-  w.objects = {testing::heap_object(101, a, 16, 1), testing::heap_object(102, b, 16, 9)};
+  w.objects = {testing::heap_object(101, a, 16, 1), testing::heap_object(102, b, 16, 9),
+               testing::heap_object(103, 0x555500000ef0, 16, 3)};  // same line, untouched
   w.gen = [=](uint32_t t, uint64_t i) {
     return testing::Access{i % 2 ? 0x401603u : 0x401600u, t <= 8 ? a : b, 8,
                            uint8_t(i % 2 ? profile::kAccessWrite : profile::kAccessRead)};
@@ -154,10 +156,14 @@ TEST(EstimateTrace, SharingNamesObjectsOfThreadsBeyondTheRecordsMasks) {
   profile::Profile p;
   Analysis an = traced(w, {}, &p);
   ASSERT_FALSE(an.findings.empty());
-  bool named_b = false;
+  bool named_b = false, named_untouched = false;
   for (const Finding& f : an.findings)
-    for (const ObjectRef& o : f.objects) named_b |= o.serial == 102;
+    for (const ObjectRef& o : f.objects) {
+      named_b |= o.serial == 102;
+      named_untouched |= o.serial == 103;
+    }
   EXPECT_TRUE(named_b) << "the object threads 9 and 10 wrote is in no finding";
+  EXPECT_FALSE(named_untouched);
 }
 
 // Two threads update one word in bursts of 500 accesses, taking turns: each sleeps in the
