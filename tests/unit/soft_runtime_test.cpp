@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
@@ -228,14 +231,35 @@ TEST(SoftRuntime, TheProgramChangingSigtrapWhileAThreadStepsNeitherDiesNorGetsOu
 // libc's; the profile counts acquisitions and hand-overs (the program counted its own: the
 // hooks' native count is of the same order), and the traced accesses of lock calls and critical
 // sections carry their marks.
-TEST(SoftRuntime, MutexHooksCountHandOversAndMarkTracedCriticalSections) {
-  HelperRun r = run_helper("mutex", false, {"WHYMISS_TRACE=1"});
-  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out << r.err;
+// The helper's mutex mode under `env`: its own counts (lock/unlock pairs, hand-overs) and the
+// profile, which must hold one lock record. Fails the test (p empty) otherwise.
+struct MutexRun {
   long count = 0, own = 0;
-  ASSERT_EQ(std::sscanf(r.out.c_str(), "ok mutex %ld handovers=%ld", &count, &own), 2) << r.out;
+  std::optional<whymiss::profile::Profile> p;
+};
+MutexRun run_mutex(std::vector<std::string> env) {
+  MutexRun m;
+  HelperRun r = run_helper("mutex", false, std::move(env));
+  EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out << r.err;
+  if (std::sscanf(r.out.c_str(), "ok mutex %ld handovers=%ld", &m.count, &m.own) != 2) {
+    ADD_FAILURE() << r.out;
+    return m;
+  }
   auto p = whymiss::profile::read_profile(r.profile_path);
-  ASSERT_TRUE(p) << p.error();
-  ASSERT_EQ(p->locks.size(), 1u);
+  if (!p) {
+    ADD_FAILURE() << p.error();
+    return m;
+  }
+  EXPECT_EQ(p->locks.size(), 1u);
+  if (p->locks.size() == 1) m.p = std::move(*p);
+  return m;
+}
+
+TEST(SoftRuntime, MutexHooksCountHandOversAndMarkTracedCriticalSections) {
+  MutexRun m = run_mutex({"WHYMISS_TRACE=1"});
+  ASSERT_TRUE(m.p);
+  const auto& p = m.p;
+  const long count = m.count, own = m.own;
   const auto& l = p->locks[0];
   // Tenures are counted while a thread steps or in native accounting periods (the collector's
   // second tick, then one in 32): some, not all.
@@ -258,14 +282,10 @@ TEST(SoftRuntime, MutexHooksCountHandOversAndMarkTracedCriticalSections) {
 // program still sees libc's results (the helper checks an error-checking mutex's EPERM for a
 // foreign unlock and that a successful unlock keeps errno).
 TEST(SoftRuntime, MutexHooksAccountingEveryCallKeepsLibcsResults) {
-  HelperRun r = run_helper("mutex", false, {"WHYMISS_TRACE=1", "WHYMISS_LOCK_PERIOD_TICKS=1"});
-  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out << r.err;
-  long count = 0, own = 0;
-  ASSERT_EQ(std::sscanf(r.out.c_str(), "ok mutex %ld handovers=%ld", &count, &own), 2) << r.out;
-  auto p = whymiss::profile::read_profile(r.profile_path);
-  ASSERT_TRUE(p) << p.error();
-  ASSERT_EQ(p->locks.size(), 1u);
-  const auto& l = p->locks[0];
+  MutexRun m = run_mutex({"WHYMISS_TRACE=1", "WHYMISS_LOCK_PERIOD_TICKS=1"});
+  ASSERT_TRUE(m.p);
+  const long count = m.count, own = m.own;
+  const auto& l = m.p->locks[0];
   const uint64_t seen = l.native_acquisitions + l.traced_acquisitions + l.untracked;
   // Default periods account ~3 % of the calls; here everything outside epochs (their windows
   // take ~5 % of the time, their epochs a little more).
