@@ -167,12 +167,24 @@ std::vector<uint64_t> with_runs(const std::vector<uint64_t>& t, uint32_t seed) {
   return out;
 }
 
-// Built twice: runtime_reuse_thread_test applies the accesses on the tracker's worker thread
-// (Knobs::thread), which must give the same histograms.
+// Built four times (tests/runtime_heap/CMakeLists.txt): accesses applied inline; on the tracker's
+// worker thread (Knobs::thread); queued with no worker, so the producer applies each buffer once
+// all are queued (Knobs::worker false); and both ways with every stack sampled (one line in 16,
+// as WHYMISS_MRC=sampled), against naive stacks over the followed lines only.
+#if defined(WHYMISS_REUSE_TEST_WORKER) || defined(WHYMISS_REUSE_TEST_QUEUE)
+constexpr bool kQueued = true;
+#else
+constexpr bool kQueued = false;
+#endif
 #ifdef WHYMISS_REUSE_TEST_WORKER
 constexpr bool kWorker = true;
 #else
 constexpr bool kWorker = false;
+#endif
+#ifdef WHYMISS_REUSE_TEST_SAMPLED
+constexpr unsigned kRateShift = 4;
+#else
+constexpr unsigned kRateShift = 0;
 #endif
 
 TEST(ReuseTracker, HistogramsMatchNaiveStacksAtAllThreeLineSizes) {
@@ -184,9 +196,21 @@ TEST(ReuseTracker, HistogramsMatchNaiveStacksAtAllThreeLineSizes) {
   // the histogram, with its distance, whenever it changes halves, and a distance-0 repeat (no
   // entry) otherwise.
   Knobs k;
-  k.thread = kWorker;
+  k.thread = kQueued;
+  k.worker = kWorker;
+  k.rate_shift = k.half_rate_shift = kRateShift;
   ASSERT_TRUE(start(6, k));
   ASSERT_EQ(worker_running(), kWorker);
+  // Sampled: a line is followed when its hash is under the threshold; each followed access
+  // stands for 1 << kRateShift, its distance (in followed lines) scaled alike.
+  const double w = double(uint32_t(1) << kRateShift);
+  auto follows = [](uint64_t line) {
+    return LruStack::hash_of(line) < ((uint32_t(1) << LruStack::kHashBits) >> kRateShift);
+  };
+  auto add = [w](std::vector<double>& h, double& cold, int64_t d) {
+    if (d < 0) cold += w;
+    else h[profile::reuse_bucket(uint64_t(d) << kRateShift)] += w;
+  };
   NaiveStack n64, n128, n32;
   std::vector<double> h64(profile::kReuseBuckets), h128(profile::kReuseBuckets), h32(profile::kReuseBuckets),
       hip(profile::kReuseBuckets);
@@ -199,7 +223,7 @@ TEST(ReuseTracker, HistogramsMatchNaiveStacksAtAllThreeLineSizes) {
   uint64_t prev = ~uint64_t(0);
   // The last accesses come from an instruction seen nowhere before: with the worker they are in
   // its partial buffer at export, and must still get their histogram (record_count() included).
-  const size_t late_from = trace.size() - 10;
+  const size_t late_from = trace.size() - (kRateShift ? 400 : 10);
   double late = 0;
   for (size_t i = 0; i < trace.size(); ++i) {
     const uint64_t ip = i >= late_from ? 0x402000 : 0x401000 + (i % 3) * 4, a = trace[i];
@@ -208,16 +232,16 @@ TEST(ReuseTracker, HistogramsMatchNaiveStacksAtAllThreeLineSizes) {
     prev = a;
     if (hit) on_hit(a, 1);
     else access(ip, a, 1, false);
-    const int64_t d64 = n64.access(a >> 6), d128 = n128.access(a >> 7), d32 = n32.access(a >> 5);
     hits += hit;
     switches += hit && !same_half;
-    if (!hit) {
-      (d64 < 0 ? cold64 : h64[profile::reuse_bucket(d64)]) += 1;
-      (d128 < 0 ? cold128 : h128[profile::reuse_bucket(d128)]) += 1;
-      if (ip == 0x401000) (d64 < 0 ? coldip : hip[profile::reuse_bucket(d64)]) += 1;
-      if (ip == 0x402000) late += 1;
+    if (!hit && follows(a >> 6)) {
+      const int64_t d64 = n64.access(a >> 6);
+      add(h64, cold64, d64);
+      if (ip == 0x401000) add(hip, coldip, d64);
+      if (ip == 0x402000) late += w;
     }
-    if (!(hit && same_half)) (d32 < 0 ? cold32 : h32[profile::reuse_bucket(d32)]) += 1;
+    if (!hit && follows(a >> 7)) add(h128, cold128, n128.access(a >> 7));
+    if (!(hit && same_half) && follows(a >> 5)) add(h32, cold32, n32.access(a >> 5));
   }
   EXPECT_GT(hits, trace.size() / 3);  // the runs: 1.5 more accesses per address on average
   EXPECT_GT(switches, hits / 3);      // about half of them change halves
@@ -240,7 +264,7 @@ TEST(ReuseTracker, HistogramsMatchNaiveStacksAtAllThreeLineSizes) {
     if (r.scope == profile::kReuseInstruction && r.key == 0x401000) want = &hip, cold = coldip;
     if (!want) continue;
     ++seen;
-    EXPECT_EQ(r.rate, 1.0);
+    EXPECT_EQ(r.rate, 1.0 / w);
     EXPECT_EQ(r.cold, cold) << r.line_bytes;
     for (int b = 0; b < profile::kReuseBuckets; ++b)
       ASSERT_EQ(r.buckets[b], (*want)[b]) << "scope " << r.scope << ", line " << r.line_bytes << ", bucket " << b;
@@ -255,8 +279,8 @@ TEST(ReuseTracker, HistogramsMatchNaiveStacksAtAllThreeLineSizes) {
   const size_t live[3] = {n64.mru.size(), n128.mru.size(), n32.mru.size()};
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(info[i].line_bytes, lines[i]);
-    EXPECT_EQ(info[i].how, profile::kReuseEveryLine);
-    EXPECT_EQ(info[i].rate, 1.0);
+    EXPECT_EQ(info[i].how, kRateShift ? profile::kReuseSampledAsked : profile::kReuseEveryLine);
+    EXPECT_EQ(info[i].rate, 1.0 / w);
     EXPECT_EQ(info[i].dropped, 0u);
     EXPECT_EQ(info[i].lines, live[i]) << lines[i];
   }

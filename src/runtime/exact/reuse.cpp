@@ -228,6 +228,7 @@ struct alignas(64) Feed {  // the producers'
   uint64_t events = 0;
   std::atomic<uint64_t> head{0};  // buffers published to the worker (events / kEvents, once full)
   pid_t pid = 0;  // the process the worker runs in (a raw fork's child has none)
+  bool worker = false;  // a worker thread was started (else the producer applies every buffer)
   SpinLock plock;  // producers, when the simulator runs concurrently
   // Accesses that spanned both halves of their line: each is one more access at half the line
   // (ReuseInfoRecord::extra_accesses), whether or not the half-line stack followed it.
@@ -522,15 +523,18 @@ bool start(unsigned line_shift, const Knobs& k) {
   if (g.on && k.thread) {
     g_feed.bufs = alloc_zeroed<Event>(size_t(kBuffers) * kEvents);
     g_feed.pid = getpid();
-    if (g_feed.bufs && !start_worker()) {
-      stack_free(g_feed.bufs, 0);
-      g_feed.bufs = nullptr;
+    if (g_feed.bufs && k.worker) {
+      g_feed.worker = start_worker();
+      if (!g_feed.worker) {
+        stack_free(g_feed.bufs, 0);
+        g_feed.bufs = nullptr;
+      }
     }
   }
   return g.on;
 }
 
-bool worker_running() noexcept { return g_feed.bufs != nullptr; }
+bool worker_running() noexcept { return g_feed.worker; }
 
 void access(uint64_t ip, uint64_t addr, uint32_t size, bool concurrent) noexcept {
   if (!g.on) return;

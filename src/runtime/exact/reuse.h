@@ -56,6 +56,9 @@ struct Knobs {
   // thread does not wait for them. Off: access() applies each at once. Without memory or a
   // thread for it, off.
   bool thread = false;
+  // With `thread`: false queues the accesses in the buffers but starts no worker, so the producer
+  // applies each buffer once all are queued, as when the worker gets no core (tests).
+  bool worker = true;
 };
 
 // WHYMISS_MRC_HALF's words into `k`: "all" follows every half line, "sampled" one in
@@ -88,7 +91,7 @@ __attribute__((always_inline)) inline void on_hit(uint64_t addr, uint32_t size) 
 
 // `line_shift`: log2 of the simulated line size. False when memory could not be had.
 bool start(unsigned line_shift, const Knobs& k = {});
-// Whether a worker thread applies the accesses (Knobs::thread, and it started).
+// Whether a worker thread applies the accesses (Knobs::thread and Knobs::worker, and it started).
 bool worker_running() noexcept;
 // One access by instruction `ip` (a return address minus one, as the profile keys them).
 // `size`: its bytes (an access spanning both halves of its line is two at half the line; only its
