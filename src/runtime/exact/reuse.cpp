@@ -479,9 +479,10 @@ bool start_worker() {
 constinit HalfWatch g_half;
 // Every half line by default: exact curves at all three line sizes. Applied inline, that took the
 // tracker to 24-35 % of exact mode's CPU time on bench/mrc_accuracy.py's programs, past #16's
-// 25 %; on the worker thread (Knobs::thread) the program's wall time grows 0-12 % on them in two
-// runs, up to 47 % on the shortest in a third, and its CPU time as before (bench/README.md). One
-// half line in 16 ("sampled") errs by up to 0.40 at cliffs.
+// 25 %; on the worker thread (Knobs::thread) the program's wall time grows 2-16 % on them
+// (geometric means of four runs; per program up to 27 %, once 47 %, on 0.3-0.4 s programs), its
+// CPU time 20-25 % (bench/README.md). One half line in 16 ("sampled") errs by up to 0.40 at
+// cliffs.
 const char* const kHalfDefault = "all";
 
 void half_knob(const char* env, Knobs* k) noexcept {
