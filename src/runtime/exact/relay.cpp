@@ -1,7 +1,6 @@
 // The relay thread and the waiting done by the threads that feed it (relay.h).
 #include "runtime/exact/relay.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -19,6 +18,7 @@
 #include <new>
 
 #include "runtime/common/heap.h"
+#include "runtime/common/own_thread.h"
 #include "runtime/common/runtime_state.h"
 
 namespace whymiss::rt::relay {
@@ -458,26 +458,12 @@ void* relay_main(void*) {
 }  // namespace
 
 bool start(const Client& c) noexcept {
-  using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
   if (s.running.load(std::memory_order_relaxed)) return true;
-  // libc's pthread_create: ours would count the relay as a thread of the program.
-  auto create = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
-  if (create == nullptr) return false;
   s.client = c;
   cpu_set_t cpus;
   g_one_cpu = sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) <= 1;
   g_membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);  // inherited: no signal of the program runs on it
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, 256 * 1024);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_t th;
-  const bool ok = create(&th, &attr, relay_main, nullptr) == 0;
-  pthread_attr_destroy(&attr);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  const bool ok = start_own_thread(relay_main);  // (not counted as a program thread; no signals)
   s.running.store(ok, std::memory_order_release);
   return ok;
 }

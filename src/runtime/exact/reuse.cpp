@@ -1,10 +1,7 @@
 #include "runtime/exact/reuse.h"
 
-#include <dlfcn.h>
 #include <linux/futex.h>
-#include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -15,6 +12,7 @@
 
 #include "runtime/common/heap.h"
 #include "runtime/common/heap_internal.h"
+#include "runtime/common/own_thread.h"
 #include "runtime/common/runtime_state.h"
 #include "runtime/common/spinlock.h"
 #include "runtime/exact/reuse_stack.h"
@@ -454,26 +452,6 @@ void* worker_main(void*) {
   return nullptr;
 }
 
-// Starts the worker with libc's pthread_create (ours would count it as a program thread), every
-// signal blocked (none of the program's runs on it). False, with nothing started, when it cannot.
-bool start_worker() {
-  using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
-  auto create = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
-  if (create == nullptr) return false;
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, 256 * 1024);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_t th;
-  const bool ok = create(&th, &attr, worker_main, nullptr) == 0;
-  pthread_attr_destroy(&attr);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  return ok;
-}
-
 }  // namespace
 
 constinit HalfWatch g_half;
@@ -525,7 +503,7 @@ bool start(unsigned line_shift, const Knobs& k) {
     g_feed.bufs = alloc_zeroed<Event>(size_t(kBuffers) * kEvents);
     g_feed.pid = getpid();
     if (g_feed.bufs && k.worker) {
-      g_feed.worker = start_worker();
+      g_feed.worker = start_own_thread(worker_main);
       if (!g_feed.worker) {
         stack_free(g_feed.bufs, 0);
         g_feed.bufs = nullptr;
