@@ -60,6 +60,12 @@ class ProfileFile : public ::testing::Test {
     path_ = (dir_ / "p.data").string();
   }
   void TearDown() override { fs::remove_all(dir_); }
+  // Writes `p` as a fresh file at path_ and reads it back.
+  Result<Profile> round_trip(const Profile& p) {
+    fs::remove(path_);
+    EXPECT_TRUE(write_profile(path_, p).ok());
+    return read_profile(path_);
+  }
   std::vector<char> bytes() {
     std::ifstream f(path_, std::ios::binary);
     return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
@@ -135,8 +141,7 @@ TEST_F(ProfileFile, SamplingSectionsRoundTrip) {
   }
   p.notes.push_back({1, "breakpoints unavailable: no windows"});
   p.notes.push_back({0, "second note"});
-  ASSERT_TRUE(write_profile(path_, p).ok());
-  auto r = read_profile(path_);
+  auto r = round_trip(p);
   ASSERT_TRUE(r.ok()) << r.error();
   EXPECT_EQ(r->meta.mode, uint32_t(Mode::Soft));
   EXPECT_EQ(r->meta.samples, 3u);
@@ -178,16 +183,13 @@ TEST_F(ProfileFile, TraceTimesRoundTripAndMustMatchTheAccesses) {
     p.trace_accesses.push_back(a);
     p.trace_times.push_back(5100 + 700 * i);
   }
-  ASSERT_TRUE(write_profile(path_, p).ok());
-  auto r = read_profile(path_);
+  auto r = round_trip(p);
   ASSERT_TRUE(r.ok()) << r.error();
   EXPECT_EQ(r->trace_times, p.trace_times);
   ASSERT_EQ(r->trace_accesses.size(), 2u);
   EXPECT_EQ(r->trace_accesses[1].marks, kTraceAfterSyscall);
   p.trace_times.pop_back();
-  std::filesystem::remove(path_);
-  ASSERT_TRUE(write_profile(path_, p).ok());
-  auto bad = read_profile(path_);
+  auto bad = round_trip(p);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().find("times do not match"), std::string::npos) << bad.error();
 }
@@ -203,8 +205,7 @@ TEST_F(ProfileFile, ReuseHistogramsRoundTripAndImpossibleOnesAreRefused) {
   r.weighted = 10;
   r.buckets[reuse_bucket(100)] = 7;
   p.reuse.push_back(r);
-  ASSERT_TRUE(write_profile(path_, p).ok());
-  auto ok = read_profile(path_);
+  auto ok = round_trip(p);
   ASSERT_TRUE(ok.ok()) << ok.error();
   ASSERT_EQ(ok->reuse.size(), 1u);
   EXPECT_EQ(ok->reuse[0].buckets[reuse_bucket(100)], 7);
@@ -213,9 +214,7 @@ TEST_F(ProfileFile, ReuseHistogramsRoundTripAndImpossibleOnesAreRefused) {
     if (bad == 0) q.reuse[0].buckets[5] = std::nan("");
     if (bad == 1) q.reuse[0].rate = 2;
     if (bad == 2) q.reuse[0].line_bytes = 48;
-    std::filesystem::remove(path_);
-    ASSERT_TRUE(write_profile(path_, q).ok());
-    auto r2 = read_profile(path_);
+    auto r2 = round_trip(q);
     ASSERT_FALSE(r2.ok()) << bad;
     EXPECT_NE(r2.error().find("reuse-distance histogram holds impossible values"), std::string::npos) << r2.error();
   }
@@ -226,8 +225,7 @@ TEST_F(ProfileFile, ReuseHistogramsRoundTripAndImpossibleOnesAreRefused) {
 TEST_F(ProfileFile, ReuseInfoRoundTripsAndImpossibleOnesAreRefused) {
   Profile p = sample();
   p.reuse_info = {{64, kReuseEveryLine, 1, 0, 100}, {32, kReuseSampledBound, 0.25, 12, 40}};
-  ASSERT_TRUE(write_profile(path_, p).ok());
-  auto ok = read_profile(path_);
+  auto ok = round_trip(p);
   ASSERT_TRUE(ok.ok()) << ok.error();
   ASSERT_EQ(ok->reuse_info.size(), 2u);
   EXPECT_EQ(ok->reuse_info[1].line_bytes, 32u);
@@ -240,9 +238,7 @@ TEST_F(ProfileFile, ReuseInfoRoundTripsAndImpossibleOnesAreRefused) {
     if (bad == 0) q.reuse_info[1].how = 7;
     if (bad == 1) q.reuse_info[1].rate = 0;
     if (bad == 2) q.reuse_info[1].line_bytes = 48;
-    std::filesystem::remove(path_);
-    ASSERT_TRUE(write_profile(path_, q).ok());
-    auto r2 = read_profile(path_);
+    auto r2 = round_trip(q);
     ASSERT_FALSE(r2.ok()) << bad;
     EXPECT_NE(r2.error().find("reuse tracker's description holds impossible values"), std::string::npos) << r2.error();
   }
@@ -253,8 +249,7 @@ TEST_F(ProfileFile, ReuseInfoRoundTripsAndImpossibleOnesAreRefused) {
 TEST_F(ProfileFile, LockCountsRoundTripAndImpossibleOnesAreRefused) {
   Profile p = sample();
   p.locks.push_back({1000, 7, 300, 120, 5, 0});
-  ASSERT_TRUE(write_profile(path_, p).ok());
-  auto ok = read_profile(path_);
+  auto ok = round_trip(p);
   ASSERT_TRUE(ok.ok()) << ok.error();
   ASSERT_EQ(ok->locks.size(), 1u);
   EXPECT_EQ(ok->locks[0].native_acquisitions, 1000u);
@@ -267,9 +262,7 @@ TEST_F(ProfileFile, LockCountsRoundTripAndImpossibleOnesAreRefused) {
     if (bad == 0) q.locks[0].native_handovers = 1001;
     if (bad == 1) q.locks[0].traced_handovers = 301;
     if (bad == 2) q.locks.push_back(q.locks[0]);
-    std::filesystem::remove(path_);
-    ASSERT_TRUE(write_profile(path_, q).ok());
-    auto r2 = read_profile(path_);
+    auto r2 = round_trip(q);
     ASSERT_FALSE(r2.ok()) << bad;
     if (bad < 2) EXPECT_NE(r2.error().find("hand-over counts exceed"), std::string::npos) << r2.error();
     else EXPECT_NE(r2.error().find("more than one record of mutex hand-over counts"), std::string::npos) << r2.error();
@@ -297,8 +290,7 @@ TEST_F(ProfileFile, FlowAndWorkingSetRoundTripAndBadSitesAreRefused) {
   w.site = kWsNotHeap;
   w.lines = 9;
   p.working_set.push_back(w);
-  ASSERT_TRUE(write_profile(path_, p).ok());
-  auto ok = read_profile(path_);
+  auto ok = round_trip(p);
   ASSERT_TRUE(ok.ok()) << ok.error();
   ASSERT_EQ(ok->flows.size(), 1u);
   EXPECT_EQ(ok->flows[0].handovers, 5u);
@@ -310,9 +302,7 @@ TEST_F(ProfileFile, FlowAndWorkingSetRoundTripAndBadSitesAreRefused) {
     if (bad == 0) q.flows[0].site = 4;
     if (bad == 1) q.flows[0].to_kind = kFlowAlloc;
     if (bad == 2) q.working_set[0].sample = 1;
-    std::filesystem::remove(path_);
-    ASSERT_TRUE(write_profile(path_, q).ok());
-    auto r = read_profile(path_);
+    auto r = round_trip(q);
     ASSERT_FALSE(r.ok()) << bad;
   }
 }

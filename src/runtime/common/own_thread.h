@@ -7,6 +7,11 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
 
 namespace whymiss::rt {
 
@@ -27,6 +32,12 @@ inline bool start_own_thread(void* (*fn)(void*)) noexcept {
   pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return ok;
+}
+
+// How such a thread and the program's threads wait for each other: FUTEX_WAIT/FUTEX_WAKE on an
+// atomic int (private to the process), `timeout` relative or null.
+inline void futex(std::atomic<int>* addr, int op, int val, const timespec* timeout) noexcept {
+  syscall(SYS_futex, reinterpret_cast<int*>(addr), op, val, timeout, nullptr, 0);
 }
 
 }  // namespace whymiss::rt

@@ -51,10 +51,6 @@ struct State {
 constinit State s;
 thread_local bool t_is_relay __attribute__((tls_model("initial-exec"))) = false;
 
-void futex(std::atomic<int>* addr, int op, int val, const timespec* timeout) {
-  syscall(SYS_futex, reinterpret_cast<int*>(addr), op, val, timeout, nullptr, 0);
-}
-
 bool g_one_cpu = false;  // the process may run on one CPU only: spinning never helps
 bool g_membarrier = false;  // registered: solo grants are possible
 // A lane is granted solo once it alone has delivered for kSoloAfterUs of wall time (checked

@@ -311,8 +311,6 @@ __attribute__((always_inline)) inline void track(uint64_t ip, uint64_t half) {
   if (g.nstacks == 3) track_program(2, half);
 }
 
-__attribute__((target("popcnt"), noinline)) void track_popcnt(uint64_t ip, uint64_t half) { track(ip, half); }
-__attribute__((noinline)) void track_plain(uint64_t ip, uint64_t half) { track(ip, half); }
 __attribute__((target("popcnt"), noinline)) void half_popcnt(uint64_t half) { track_program(2, half); }
 __attribute__((noinline)) void half_plain(uint64_t half) { track_program(2, half); }
 
@@ -372,10 +370,6 @@ void apply_queued(uint64_t published, uint64_t keep) {
     apply(buffer(t), kEvents);
     g_drain.tail.store(t + 1, std::memory_order_release);
   }
-}
-
-void futex(std::atomic<int>* addr, int op, int val, const timespec* timeout) {
-  syscall(SYS_futex, reinterpret_cast<int*>(addr), op, val, timeout, nullptr, 0);
 }
 
 // Wakes the worker if it sleeps (or is about to: its futex wait then returns at once).
@@ -523,22 +517,22 @@ void access(uint64_t ip, uint64_t addr, uint32_t size, bool concurrent) noexcept
   const bool spans = g.nstacks == 3 && end_half != half && (end_half >> 1) == line;
   if (spans) g_feed.half_spans.fetch_add(1, std::memory_order_relaxed);
   const uint64_t base = (spans ? addr + size - 1 : addr) & g_half.mask.load(std::memory_order_relaxed);
+  const Event ev{ip | (spans ? kSpans : 0), half};
   if (g_feed.bufs) {  // the worker applies it (its sampling test too: the thresholds are its state)
     if (concurrent) g_feed.plock.lock();
     if (g.nstacks == 3) g_half.base.store(base, std::memory_order_relaxed);
-    put(ip | (spans ? kSpans : 0), half);
+    put(ev.ip, ev.half);
     if (concurrent) g_feed.plock.unlock();
     return;
   }
+  // Inline: an access no stack follows stops here, without the lock.
   if (none_follows(half, spans)) {
     if (g.nstacks == 3) g_half.base.store(base, std::memory_order_relaxed);
     return;
   }
   if (concurrent) g.lock.lock();
   if (g.nstacks == 3) g_half.base.store(base, std::memory_order_relaxed);
-  if (g.popcnt) track_popcnt(ip, half);
-  else track_plain(ip, half);
-  if (spans) feed_half(end_half);
+  apply(&ev, 1);
   if (concurrent) g.lock.unlock();
 }
 
@@ -559,11 +553,10 @@ namespace {
 
 // The tracker's lock for an export. finish() may run in a fatal-signal handler that interrupted
 // a thread holding it, or while a thread it gave up waiting for holds it: never wait for long
-// (`held` false: leave the curves out).
-// With the worker, the holder is most often the worker itself, in the middle of a buffer (a
-// fraction of a millisecond, more on a loaded machine): while it is, wait up to a second, yielding.
-// A holder that is not the worker (this thread, interrupted in publish(), or a thread stopped in
-// it) is not waited for. Once held, everything queued and the producer's partial buffer are
+// (`held` false: leave the curves out). With the worker, the holder is most often the worker
+// itself, in the middle of a buffer (a fraction of a millisecond, more on a loaded machine):
+// while it is, wait up to a second, yielding; any other holder (this thread, interrupted in
+// publish(), or a thread stopped in it) is not waited for. Once held, everything queued and the producer's partial buffer are
 // applied (recording has stopped: nobody appends any more, except a thread finish() gave up
 // waiting for, whose last events may then be missed or half-applied, as its simulator accesses
 // are) and the worker is told to stop. A failed attempt is final: the next export does not wait
