@@ -408,7 +408,10 @@ inline void put(uint64_t ip, uint64_t half) {
   // streaming ones: the producer may be another thread next time (the relay, a solo owner), and
   // their stores must be visible in order without a fence of the previous one's.
   if ((n & 3) == 0) __builtin_prefetch(e + 64, 1);
-  *e = Event{ip, half};
+  // Two 8-byte stores of registers: an Event built on the stack and copied as one 16-byte load
+  // cannot be forwarded from its two 8-byte stores (a stall on every access).
+  e->ip = ip;
+  e->half = half;
   std::atomic_signal_fence(std::memory_order_release);  // the event before the count (a handler's export reads both)
   g_feed.events = n + 1;
   if ((n + 1) % kEvents == 0) publish((n + 1) / kEvents);
@@ -517,11 +520,11 @@ void access(uint64_t ip, uint64_t addr, uint32_t size, bool concurrent) noexcept
   const bool spans = g.nstacks == 3 && end_half != half && (end_half >> 1) == line;
   if (spans) g_feed.half_spans.fetch_add(1, std::memory_order_relaxed);
   const uint64_t base = (spans ? addr + size - 1 : addr) & g_half.mask.load(std::memory_order_relaxed);
-  const Event ev{ip | (spans ? kSpans : 0), half};
+  const uint64_t tagged = ip | (spans ? kSpans : 0);
   if (g_feed.bufs) {  // the worker applies it (its sampling test too: the thresholds are its state)
     if (concurrent) g_feed.plock.lock();
     if (g.nstacks == 3) g_half.base.store(base, std::memory_order_relaxed);
-    put(ev.ip, ev.half);
+    put(tagged, half);
     if (concurrent) g_feed.plock.unlock();
     return;
   }
@@ -532,6 +535,7 @@ void access(uint64_t ip, uint64_t addr, uint32_t size, bool concurrent) noexcept
   }
   if (concurrent) g.lock.lock();
   if (g.nstacks == 3) g_half.base.store(base, std::memory_order_relaxed);
+  const Event ev{tagged, half};
   apply(&ev, 1);
   if (concurrent) g.lock.unlock();
 }
