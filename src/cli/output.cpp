@@ -138,12 +138,12 @@ bool write_all(int fd, std::string_view data) {
   return true;
 }
 
-Status write_in_place(const std::string& path, const Target& t, std::string_view data) {
+Status write_in_place(const std::string& path, const Target& t, const OutputWriter& data) {
   // No O_CREAT: the path was a device, FIFO or link a moment ago, and must not become a new
   // file if it has been removed since.
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | (t.regular ? O_TRUNC : 0));
   if (fd < 0) return make_error("cannot write '" + path + "': " + std::strerror(errno));
-  int err = write_all(fd, data) ? 0 : errno;
+  int err = data(fd);
   if (!err && t.regular && ::fsync(fd) != 0) err = errno;
   if (::close(fd) != 0 && !err && errno != EINTR) err = errno;
   if (err) return make_error("cannot write '" + path + "': " + std::strerror(err));
@@ -163,7 +163,7 @@ int rename_noreplace(const char* tmp, const char* path) {
 }
 
 Status write_replacing(const std::string& path, const Target& t, const OutputOptions& o,
-                       std::string_view data) {
+                       const OutputWriter& data) {
   const std::string q = quoted(path);
   std::string tmpl = (fs::path(dir_of(path)) / ".whymiss-out.XXXXXX").string();
   std::vector<char> tmp(tmpl.begin(), tmpl.end());
@@ -184,7 +184,7 @@ Status write_replacing(const std::string& path, const Target& t, const OutputOpt
     mode = 0666 & ~mask;
   }
   int err = ::fchmod(fd, mode) == 0 ? 0 : errno;
-  if (!err && !write_all(fd, data)) err = errno;
+  if (!err) err = data(fd);
   if (!err && ::fsync(fd) != 0) err = errno;
   if (::close(fd) != 0 && !err && errno != EINTR) err = errno;
   if (!err) {
@@ -221,11 +221,15 @@ Status check_output_path(const std::string& path, const OutputOptions& o) {
   return Ok{};
 }
 
-Status write_output(const std::string& path, std::string_view data, const OutputOptions& o) {
+Status write_output(const std::string& path, const OutputWriter& data, const OutputOptions& o) {
   auto t = classify(path, o);
   if (!t) return Error{t.error()};
   if (t->how == How::InPlace) return write_in_place(path, *t, data);
   return write_replacing(path, *t, o, data);
+}
+
+Status write_output(const std::string& path, std::string_view data, const OutputOptions& o) {
+  return write_output(path, [data](int fd) { return write_all(fd, data) ? 0 : (errno ? errno : EIO); }, o);
 }
 
 }  // namespace whymiss::cli

@@ -14,6 +14,7 @@
 //    link keeps pointing where it did. A symbolic link's regular target is checked as above and
 //    truncated first; a dangling link, a socket and a directory are refused.
 #pragma once
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,10 @@ Status check_output_path(const std::string& path, const OutputOptions& o = {});
 
 // Writes `data` to `path` as described above.
 Status write_output(const std::string& path, std::string_view data, const OutputOptions& o = {});
+// The same with the bytes produced by `write` (0 or an errno value) into the descriptor it is
+// given, front to back: a profile streamed from its tables, never assembled in memory first.
+using OutputWriter = std::function<int(int fd)>;
+Status write_output(const std::string& path, const OutputWriter& write, const OutputOptions& o = {});
 
 // A report, by the rules above (kept for the callers that write reports).
 inline Status write_file_atomically(const std::string& path, std::string_view data) {

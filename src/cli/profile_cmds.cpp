@@ -447,7 +447,7 @@ int record(const RecordConfig& c, std::ostream& err, profile::Profile* out, int*
   p->meta.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
   if (WIFSIGNALED(status)) p->meta.term_signal = WTERMSIG(status);
   if (c.keep_profile)
-    if (auto st = write_output(c.output, profile::encode_profile(*p), out_opts); !st)
+    if (auto st = write_output(c.output, [&](int fd) { return profile::write_profile_to_fd(fd, *p); }, out_opts); !st)
       return fail(err, st.error());
   if (WIFSIGNALED(status))
     err << "whymiss: the program " << describe_status(status)

@@ -9,6 +9,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <new>
 
 namespace whymiss::profile {
 namespace {
@@ -322,6 +324,10 @@ Status write_profile(const std::string& path, const Profile& p) {
   return Ok{};
 }
 
+int write_profile_to_fd(int fd, const Profile& p) {
+  return with_sections(p, [&](const SectionData* s, uint32_t n) { return write_profile_fd(fd, s, n); });
+}
+
 std::string encode_profile(const Profile& p) {
   std::string out;
   with_sections(p, [&](const SectionData* s, uint32_t n) {
@@ -574,8 +580,20 @@ Result<Profile> read_profile(const std::string& path) {
   if (S_ISREG(st.st_mode) && uint64_t(st.st_size) != h.file_size)
     return bad("it is " + std::to_string(st.st_size) + " bytes but its header says " +
                std::to_string(h.file_size) + " (truncated or appended to)");
-  // Grown as bytes arrive, so a stream that claims a large size but ends early costs only what
-  // it sent.
+  // A regular file's size was checked against the header: read it in one piece, into memory
+  // that is neither zeroed first nor moved as it grows (a profile with a full access log is
+  // tens of MiB, and `record` reads every one it writes).
+  if (S_ISREG(st.st_mode)) {
+    std::unique_ptr<uint8_t[]> whole(new (std::nothrow) uint8_t[h.file_size]);
+    if (!whole) return make_error("cannot read profile '" + name + "': not enough memory for its " +
+                                  std::to_string(h.file_size) + " bytes");
+    std::memcpy(whole.get(), &h, sizeof h);
+    got = read_full(fd, whole.get() + sizeof h, size_t(h.file_size - sizeof h));
+    if (got < 0) return make_error("cannot read profile '" + name + "': " + std::strerror(errno));
+    return parse_profile(whole.get(), sizeof h + size_t(got), name);
+  }
+  // Other files grow as bytes arrive, so a stream that claims a large size but ends early costs
+  // only what it sent.
   size_t have = sizeof h;
   while (have < h.file_size) {
     const size_t want = size_t(std::min<uint64_t>(h.file_size - have, uint64_t(16) << 20));

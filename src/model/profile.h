@@ -675,5 +675,9 @@ int write_profile_fd(int fd, const SectionData* sections, uint32_t n);
 Status write_profile(const std::string& path, const Profile& p);
 // The bytes of the file write_profile would write.
 std::string encode_profile(const Profile& p);
+// The same bytes written to an open descriptor, front to back, straight from the profile's
+// tables (a profile with a full access log is tens of MiB: no copy of it is made). Returns 0 or
+// an errno value.
+int write_profile_to_fd(int fd, const Profile& p);
 
 }  // namespace whymiss::profile

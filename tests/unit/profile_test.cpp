@@ -1,5 +1,6 @@
 // The profile file: round trip, and one clear error for every way a file can be wrong.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <thread>
 
 #include "model/profile.h"
 
@@ -305,6 +307,45 @@ TEST_F(ProfileFile, FlowAndWorkingSetRoundTripAndBadSitesAreRefused) {
     auto r = round_trip(q);
     ASSERT_FALSE(r.ok()) << bad;
   }
+}
+
+// `record` streams the profile it keeps from its tables (write_profile_to_fd) instead of
+// assembling the file in memory: the bytes must be encode_profile's, and a profile of several
+// MiB must read back whole from a regular file (read in one piece) and from a pipe (read as it
+// arrives).
+TEST_F(ProfileFile, StreamedBytesAreTheEncodedOnesAndReadBackFromFilesAndPipes) {
+  Profile p = sample();
+  p.access_log_info.push_back(AccessLogRecord{});
+  for (uint64_t i = 0; i < (uint64_t(3) << 20) / 8 + 12345; ++i) p.access_log.push_back(i * 0x9E3779B97F4A7C15ull);
+  p.access_log_info[0].capacity = p.access_log_info[0].kept = p.access_log_info[0].total = p.access_log.size();
+  p.access_log_info[0].line = 64;
+  const std::string encoded = encode_profile(p);
+  int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write_profile_to_fd(fd, p), 0);
+  ::close(fd);
+  const std::vector<char> b = bytes();
+  ASSERT_EQ(b.size(), encoded.size());
+  EXPECT_TRUE(std::equal(b.begin(), b.end(), encoded.begin()));
+  auto from_file = read_profile(path_);
+  ASSERT_TRUE(from_file.ok()) << from_file.error();
+  EXPECT_EQ(from_file->access_log, p.access_log);
+  // A pipe: its reader cannot know the size up front.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::thread writer([&] {
+    EXPECT_EQ(write_profile_to_fd(fds[1], p), 0);
+    ::close(fds[1]);
+  });
+  const std::string via_pipe = "/proc/self/fd/" + std::to_string(fds[0]);
+  auto from_pipe = read_profile(via_pipe);
+  writer.join();
+  ::close(fds[0]);
+  ASSERT_TRUE(from_pipe.ok()) << from_pipe.error();
+  EXPECT_EQ(from_pipe->access_log, p.access_log);
+  // A regular file cut short is refused, not read as far as it goes.
+  fs::resize_file(path_, b.size() - 8);
+  EXPECT_FALSE(read_profile(path_).ok());
 }
 
 TEST_F(ProfileFile, TruncatedFileIsRejected) {
