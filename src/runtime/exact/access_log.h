@@ -29,15 +29,18 @@ extern constinit Log g_log;
 bool start(uint64_t entries) noexcept;
 
 // `serialised`: no other thread appends meanwhile (the process has one recording thread and no
-// relay), so a plain load and store take the slot: no locked add, which also waits for every
-// store before it, per access.
+// relay), so the slot is taken without a locked add (which also waits for every store before
+// it, per access): an unlocked xadd, one instruction, so that a signal handler of the same
+// thread that appends (instrumented code in it) takes the next slot and not this one. (A load
+// and a store were two: a handler between them got the same slot, and one entry was lost.)
 __attribute__((always_inline)) inline void append(uint64_t addr, uint32_t size, bool write,
                                                   uint32_t thread, bool serialised = false) noexcept {
   Log& l = g_log;
   const uint64_t next = l.next.load(std::memory_order_relaxed);
   if (next >= l.capacity) return;  // off, or full
-  uint64_t i = next;
-  if (serialised) l.next.store(next + 1, std::memory_order_relaxed);
+  uint64_t i = 1;
+  static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t));
+  if (serialised) asm volatile("xaddq %0, %1" : "+r"(i), "+m"(*reinterpret_cast<uint64_t*>(&l.next)));
   else i = l.next.fetch_add(1, std::memory_order_relaxed);
   if (i < l.capacity) l.entries[i] = profile::access_log_pack(addr, size, write, thread);
 }
