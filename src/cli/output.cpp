@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <new>
 #include <vector>
 
 #include "model/profile.h"
@@ -138,12 +139,22 @@ bool write_all(int fd, std::string_view data) {
   return true;
 }
 
+// Runs the writer; a writer that runs out of memory (a profile's tables are laid out as it
+// writes) is a write that failed, not an exception past the temporary file it was writing.
+int run_writer(const OutputWriter& data, int fd) {
+  try {
+    return data(fd);
+  } catch (const std::bad_alloc&) {
+    return ENOMEM;
+  }
+}
+
 Status write_in_place(const std::string& path, const Target& t, const OutputWriter& data) {
   // No O_CREAT: the path was a device, FIFO or link a moment ago, and must not become a new
   // file if it has been removed since.
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | (t.regular ? O_TRUNC : 0));
   if (fd < 0) return make_error("cannot write '" + path + "': " + std::strerror(errno));
-  int err = data(fd);
+  int err = run_writer(data, fd);
   if (!err && t.regular && ::fsync(fd) != 0) err = errno;
   if (::close(fd) != 0 && !err && errno != EINTR) err = errno;
   if (err) return make_error("cannot write '" + path + "': " + std::strerror(err));
@@ -184,7 +195,7 @@ Status write_replacing(const std::string& path, const Target& t, const OutputOpt
     mode = 0666 & ~mask;
   }
   int err = ::fchmod(fd, mode) == 0 ? 0 : errno;
-  if (!err) err = data(fd);
+  if (!err) err = run_writer(data, fd);
   if (!err && ::fsync(fd) != 0) err = errno;
   if (::close(fd) != 0 && !err && errno != EINTR) err = errno;
   if (!err) {
@@ -229,7 +240,8 @@ Status write_output(const std::string& path, const OutputWriter& data, const Out
 }
 
 Status write_output(const std::string& path, std::string_view data, const OutputOptions& o) {
-  return write_output(path, [data](int fd) { return write_all(fd, data) ? 0 : (errno ? errno : EIO); }, o);
+  auto write = [data](int fd) { return write_all(fd, data) ? 0 : (errno ? errno : EIO); };
+  return write_output(path, write, o);
 }
 
 }  // namespace whymiss::cli

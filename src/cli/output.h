@@ -35,10 +35,12 @@ Status check_output_path(const std::string& path, const OutputOptions& o = {});
 
 // Writes `data` to `path` as described above.
 Status write_output(const std::string& path, std::string_view data, const OutputOptions& o = {});
-// The same with the bytes produced by `write` (0 or an errno value) into the descriptor it is
-// given, front to back: a profile streamed from its tables, never assembled in memory first.
+// The same with the bytes `write` writes into the descriptor it is given, front to back (it
+// returns 0 or an errno value; std::bad_alloc counts as ENOMEM): a profile streamed from its
+// tables, never assembled in memory first. On failure no temporary file is left.
 using OutputWriter = std::function<int(int fd)>;
-Status write_output(const std::string& path, const OutputWriter& write, const OutputOptions& o = {});
+Status write_output(const std::string& path, const OutputWriter& write,
+                    const OutputOptions& o = {});
 
 // A report, by the rules above (kept for the callers that write reports).
 inline Status write_file_atomically(const std::string& path, std::string_view data) {

@@ -446,9 +446,10 @@ int record(const RecordConfig& c, std::ostream& err, profile::Profile* out, int*
   p->meta.exited = WIFEXITED(status) ? 1 : 0;
   p->meta.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
   if (WIFSIGNALED(status)) p->meta.term_signal = WTERMSIG(status);
-  if (c.keep_profile)
-    if (auto st = write_output(c.output, [&](int fd) { return profile::write_profile_to_fd(fd, *p); }, out_opts); !st)
-      return fail(err, st.error());
+  if (c.keep_profile) {
+    auto write = [&](int fd) { return profile::write_profile_to_fd(fd, *p); };
+    if (auto st = write_output(c.output, write, out_opts); !st) return fail(err, st.error());
+  }
   if (WIFSIGNALED(status))
     err << "whymiss: the program " << describe_status(status)
         << (c.keep_profile ? "; its profile up to then is in " + c.output : std::string("; the report covers it up to then"))

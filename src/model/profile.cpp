@@ -325,7 +325,8 @@ Status write_profile(const std::string& path, const Profile& p) {
 }
 
 int write_profile_to_fd(int fd, const Profile& p) {
-  return with_sections(p, [&](const SectionData* s, uint32_t n) { return write_profile_fd(fd, s, n); });
+  auto write = [&](const SectionData* s, uint32_t n) { return write_profile_fd(fd, s, n); };
+  return with_sections(p, write);
 }
 
 std::string encode_profile(const Profile& p) {
@@ -583,6 +584,7 @@ Result<Profile> read_profile(const std::string& path) {
   // A regular file's size was checked against the header: read it in one piece, into memory
   // that is neither zeroed first nor moved as it grows (a profile with a full access log is
   // tens of MiB, and `record` reads every one it writes).
+  static_assert(sizeof(size_t) >= sizeof(uint64_t), "sizes up to kMaxProfileBytes");
   if (S_ISREG(st.st_mode)) {
     std::unique_ptr<uint8_t[]> whole(new (std::nothrow) uint8_t[h.file_size]);
     if (!whole) return make_error("cannot read profile '" + name + "': not enough memory for its " +

@@ -197,6 +197,36 @@ TEST_F(CliProfile, ProfileTempFileNeverFollowsAPlantedLink) {
   EXPECT_EQ(fs::status(out).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
 }
 
+// A profile is streamed into the output by a writer (record's, from its tables). A writer that
+// fails, with an errno value or by running out of memory, leaves nothing behind: no new file, no
+// temporary beside it, and a file that was there unchanged; the sentence names the cause.
+TEST_F(CliProfile, FailingWriterLeavesNoFileBehind) {
+  const OutputOptions as_profile{OutputKind::Profile, true};
+  auto half_then = [](int err) {
+    return [err](int fd) {
+      if (::write(fd, "WHYMISS-partial", 15) != 15) return errno;
+      if (err == ENOMEM) throw std::bad_alloc();
+      return err;
+    };
+  };
+  auto st = write_output(path("new.data"), half_then(EIO), as_profile);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().find(std::strerror(EIO)), std::string::npos) << st.error();
+  EXPECT_EQ(files(), 0u);
+  std::ofstream(path("old.data")) << "kept";
+  st = write_output(path("old.data"), half_then(ENOMEM), as_profile);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().find(std::strerror(ENOMEM)), std::string::npos) << st.error();
+  EXPECT_EQ(slurp(path("old.data")), "kept");
+  EXPECT_EQ(files(), 1u);
+  // And one that succeeds replaces it whole.
+  st = write_output(path("old.data"), [](int fd) { return ::write(fd, "new", 3) == 3 ? 0 : errno; },
+                    as_profile);
+  ASSERT_TRUE(st.ok()) << st.error();
+  EXPECT_EQ(slurp(path("old.data")), "new");
+  EXPECT_EQ(files(), 1u);
+}
+
 // #2: devices, FIFOs and symbolic links are written in place, never replaced by a file.
 TEST_F(CliProfile, OutputOntoDeviceFifoOrLinkWritesInPlace) {
   const std::string null = path("null");

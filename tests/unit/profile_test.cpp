@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 
 #include <filesystem>
@@ -312,7 +313,8 @@ TEST_F(ProfileFile, FlowAndWorkingSetRoundTripAndBadSitesAreRefused) {
 // `record` streams the profile it keeps from its tables (write_profile_to_fd) instead of
 // assembling the file in memory: the bytes must be encode_profile's, and a profile of several
 // MiB must read back whole from a regular file (read in one piece) and from a pipe (read as it
-// arrives).
+// arrives). (A regular file cut short is refused by the size check before either read:
+// TruncatedFileIsRejected.)
 TEST_F(ProfileFile, StreamedBytesAreTheEncodedOnesAndReadBackFromFilesAndPipes) {
   Profile p = sample();
   p.access_log_info.push_back(AccessLogRecord{});
@@ -330,22 +332,22 @@ TEST_F(ProfileFile, StreamedBytesAreTheEncodedOnesAndReadBackFromFilesAndPipes) 
   auto from_file = read_profile(path_);
   ASSERT_TRUE(from_file.ok()) << from_file.error();
   EXPECT_EQ(from_file->access_log, p.access_log);
-  // A pipe: its reader cannot know the size up front.
+  // A pipe: its reader cannot know the size up front. (Should the reader stop early, closing
+  // its end gives the writer EPIPE instead of blocking it on a full pipe.)
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
+  const auto old_pipe = std::signal(SIGPIPE, SIG_IGN);
   std::thread writer([&] {
     EXPECT_EQ(write_profile_to_fd(fds[1], p), 0);
     ::close(fds[1]);
   });
   const std::string via_pipe = "/proc/self/fd/" + std::to_string(fds[0]);
   auto from_pipe = read_profile(via_pipe);
-  writer.join();
   ::close(fds[0]);
+  writer.join();
+  std::signal(SIGPIPE, old_pipe);
   ASSERT_TRUE(from_pipe.ok()) << from_pipe.error();
   EXPECT_EQ(from_pipe->access_log, p.access_log);
-  // A regular file cut short is refused, not read as far as it goes.
-  fs::resize_file(path_, b.size() - 8);
-  EXPECT_FALSE(read_profile(path_).ok());
 }
 
 TEST_F(ProfileFile, TruncatedFileIsRejected) {

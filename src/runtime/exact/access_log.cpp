@@ -1,8 +1,5 @@
 #include "runtime/exact/access_log.h"
 
-#include <errno.h>
-#include <sys/mman.h>
-
 #include "runtime/common/heap_internal.h"
 
 namespace whymiss::rt::alog {
@@ -17,12 +14,6 @@ bool start(uint64_t entries) noexcept {
   if (entries > kMaxEntries) entries = kMaxEntries;
   auto* p = static_cast<uint64_t*>(reserve_zeroed(entries * sizeof(uint64_t)));
   if (p == nullptr) return false;
-  // Filled front to back, every byte written: huge pages where the system offers them on advice
-  // (2 MiB at a time, so at most that much committed ahead of the log), a fault per 2 MiB
-  // instead of per 4 KiB.
-  const int saved = errno;
-  madvise(p, entries * sizeof(uint64_t), MADV_HUGEPAGE);  // best effort
-  errno = saved;
   g_log.entries = p;
   g_log.capacity = entries;
   return true;

@@ -8,8 +8,8 @@
 // MAP_NORESERVE: pages are only committed as the log fills); 0 turns it off. When it is full,
 // later accesses are not kept (the profile's total says how many there were): a replay then
 // covers the run's first accesses, and says so. Appending is one relaxed fetch_add and a store;
-// once full, one relaxed load (a plain store instead of the add where the caller is the only
-// thread). No allocation, no lock, never blocks: safe on every access path.
+// once full, one relaxed load (an unlocked xadd instead of the locked add where the caller is
+// the only thread). No allocation, no lock, never blocks: safe on every access path.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -39,8 +39,10 @@ __attribute__((always_inline)) inline void append(uint64_t addr, uint32_t size, 
   const uint64_t next = l.next.load(std::memory_order_relaxed);
   if (next >= l.capacity) return;  // off, or full
   uint64_t i = 1;
-  static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t));
-  if (serialised) asm volatile("xaddq %0, %1" : "+r"(i), "+m"(*reinterpret_cast<uint64_t*>(&l.next)));
+  static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t) &&
+                std::atomic<uint64_t>::is_always_lock_free);
+  if (serialised)
+    asm volatile("xaddq %0, %1" : "+r"(i), "+m"(*reinterpret_cast<uint64_t*>(&l.next)));
   else i = l.next.fetch_add(1, std::memory_order_relaxed);
   if (i < l.capacity) l.entries[i] = profile::access_log_pack(addr, size, write, thread);
 }

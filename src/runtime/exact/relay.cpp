@@ -176,8 +176,12 @@ bool runnable(Lane* lane) {
 // lane that did not deliver (worth_waiting: a main thread blocked in a join, every round) and at
 // the start of every wait, while a round simulates one access per live lane: read from the
 // system each time (a vDSO call, tens of ns in a VM), it was 19 % of the relay's time on zstd
-// -T2. Read once per kClockRounds rounds and whenever a wait reads it (a wait past its first
-// spins): so it is behind by at most kClockRounds short rounds (a few us). Relay thread only.
+// -T2. Read once per kClockRounds rounds, whenever a wait reads it (a wait past its first
+// spins) and before every look at a thread's state (three system calls anyway), and again at the
+// first round after the relay did something else (a solo loan, a revocation, a sleep): so
+// between reads it falls behind by at most kClockRounds rounds, and a clock behind only makes
+// worth_waiting skip a dry lane a little longer (fewer waits, never longer ones; no wait that
+// order depends on uses it). Relay thread only.
 constexpr uint32_t kClockRounds = 16;
 struct RoundClock {
   uint64_t us = 0;
@@ -186,6 +190,7 @@ struct RoundClock {
     if (rounds++ % kClockRounds == 0) us = now_us();
   }
   uint64_t read() { return us = now_us(); }
+  void stale() { rounds = 0; }  // the next round reads it
 };
 RoundClock g_round_clock;
 
@@ -235,7 +240,8 @@ uint64_t next_backoff(uint64_t last, uint64_t first, uint64_t cap) {
 bool worth_waiting(Lane* lane) {
   if (lane->local.load(std::memory_order_relaxed)) return false;
   if (lane->live) return true;
-  const uint64_t now = g_round_clock.us;
+  if (g_round_clock.us < lane->asleep_until_us) return false;
+  const uint64_t now = g_round_clock.read();
   if (now < lane->asleep_until_us) return false;
   if (runnable(lane)) {
     lane->asleep_backoff_us = 0;
@@ -395,6 +401,7 @@ void* relay_main(void*) {
       ++seen;
     }
     if (Lane* lent = g_solo.load(std::memory_order_relaxed)) {
+      g_round_clock.stale();  // rounds resume after the loan, maybe much later
       // Lent out: only the owner's own earlier pushes are simulated here, until anything else
       // needs the simulator.
       // A lane held at a marker is taken back too: its owner must not run ahead inline of what
@@ -452,6 +459,7 @@ void* relay_main(void*) {
     }
     if (idle < 2 * spins) {  // the program's threads may be waiting for a core: give them ours
       sched_yield();
+      g_round_clock.stale();
       continue;
     }
     // Sleep until a push wakes us; the timeout covers a wake-up lost to the unfenced check in
@@ -462,6 +470,7 @@ void* relay_main(void*) {
       futex(&g_relay_sleeping, FUTEX_WAIT_PRIVATE, 1, &ts);
     }
     g_relay_sleeping.store(0, std::memory_order_relaxed);
+    g_round_clock.stale();
     idle = 0;
   }
   for (uint32_t i = 0; i < nopen; ++i) open[i]->ring->publish();  // consumed() = simulated
