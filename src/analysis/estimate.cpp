@@ -451,19 +451,7 @@ void Estimator::write_records() {
     r.misses[kTS] = round_u(ts);
     r.misses[kFS] = round_u(fs);
     if (r.misses[kTS] + r.misses[kFS] == 0) continue;
-    const LineUse& u = lines[l];
-    int nt = 0;
-    uint64_t touched = 0;
-    for (const auto& [t, m] : u.threads) {
-      touched |= m.read | m.write;
-      if (nt == kLineThreads) continue;
-      r.threads[nt] = t;
-      r.read_mask[nt] = m.read;
-      r.write_mask[nt] = m.write;
-      ++nt;
-    }
-    r.thread_count = uint32_t(u.threads.size());
-    est::name_line_objects(p.objects, line, touched, r);
+    est::set_line_threads(p.objects, line, lines[l].threads, r);
     p.lines.push_back(r);
   }
   // Objects: miss fields from the instructions' per-object shares.

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "model/profile.h"
@@ -86,12 +87,34 @@ struct Sweep {
 };
 std::map<uint64_t, Sweep> sample_sweeps(const profile::Profile& p);
 
-// Fills r.objects / r.object_count with the heap objects overlapping the bytes of line r.line
-// that r's threads touched (every overlapping object when r has no masks). Call after the masks.
 // Names in `r` the heap objects overlapping its line that cover a granule in `touched` (every
 // thread's read and write masks or-ed: the record keeps only its first kLineThreads threads').
 // Without masks (touched 0) every overlapping object counts.
 void name_line_objects(const std::vector<profile::ObjectRecord>& objects, uint32_t line, uint64_t touched,
                        profile::LineRecord& r);
+
+// A thread's (read, write) granules, as the two estimators keep them.
+inline std::pair<uint64_t, uint64_t> read_write(const LineUse::Masks& m) { return {m.read, m.write}; }
+inline std::pair<uint64_t, uint64_t> read_write(const std::pair<uint64_t, uint64_t>& m) { return m; }
+
+// Fills r's threads from `threads` (thread -> masks, in thread order): the first kLineThreads
+// with their masks, the count of all, and the objects of the line any of them touched.
+template <typename Threads>
+void set_line_threads(const std::vector<profile::ObjectRecord>& objects, uint32_t line,
+                      const Threads& threads, profile::LineRecord& r) {
+  int n = 0;
+  uint64_t touched = 0;
+  for (const auto& [thread, m] : threads) {
+    const auto [read, write] = read_write(m);
+    touched |= read | write;
+    if (n == profile::kLineThreads) continue;
+    r.threads[n] = thread;
+    r.read_mask[n] = read;
+    r.write_mask[n] = write;
+    ++n;
+  }
+  r.thread_count = uint32_t(threads.size());
+  name_line_objects(objects, line, touched, r);
+}
 
 }  // namespace whymiss::analysis::est

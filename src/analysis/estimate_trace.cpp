@@ -624,19 +624,8 @@ Status estimate_from_traces(Profile& p, const EstimateKnobs&) {
     r.line = l;
     for (int kd = 0; kd < kKinds; ++kd) r.misses[kd] = t.miss[kd];
     for (auto& th : r.threads) th = kNoThread;
-    int n = 0;
-    uint64_t touched = 0;
-    for (auto& [thread, m] : masks[l]) {
-      touched |= m.first | m.second;
-      if (n == kLineThreads) continue;
-      r.threads[n] = thread;
-      r.read_mask[n] = m.first;
-      r.write_mask[n] = m.second;
-      ++n;
-    }
-    r.thread_count = uint32_t(masks[l].size());
     for (size_t j = 0; j < t.ips.size(); ++j) r.ips[j] = t.ips[j];
-    est::name_line_objects(p.objects, line, touched, r);
+    est::set_line_threads(p.objects, line, masks[l], r);
     p.lines.push_back(r);
   }
   for (ObjectRecord& o : p.objects) {
