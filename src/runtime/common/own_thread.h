@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 
 namespace whymiss::rt {
 
@@ -32,6 +33,13 @@ inline bool start_own_thread(void* (*fn)(void*)) noexcept {
   pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return ok;
+}
+
+// CLOCK_MONOTONIC in nanoseconds: the clock their waits are timed by.
+inline uint64_t monotonic_ns() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
 }
 
 // How such a thread and the program's threads wait for each other: FUTEX_WAIT/FUTEX_WAKE on an

@@ -87,11 +87,7 @@ void finished_one(Lane* lane) {
     futex(&lane->sleeping, FUTEX_WAKE_PRIVATE, 1, nullptr);
 }
 
-uint64_t now_us() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000u + uint64_t(ts.tv_nsec) / 1000u;
-}
+uint64_t now_us() { return monotonic_ns() / 1000u; }
 
 // Time waited, counted in steps of at most `cap` between looks (`last_us`: the previous look, 0
 // before the first), so that the relay's own time off the CPU (a loaded machine, a stopped

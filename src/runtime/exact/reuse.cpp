@@ -565,19 +565,14 @@ namespace {
 // waiting for, whose last events may then be missed or half-applied, as its simulator accesses
 // are) and the worker is told to stop. A failed attempt is final: the next export does not wait
 // again.
-uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
-}
 struct ExportLock {
   bool held = false;
   ExportLock() {
     if (g_drain.gave_up) return;
     for (int i = 0; i < 100000 && !(held = g.lock.try_lock()); ++i) __builtin_ia32_pause();
     if (!held && g_feed.bufs && !t_is_worker) {  // (a crash on the worker: it holds the lock)
-      const uint64_t until = now_ns() + 1000000000u;
-      while (!(held = g.lock.try_lock()) && g_drain.busy.load(std::memory_order_relaxed) && now_ns() < until)
+      const uint64_t until = monotonic_ns() + 1000000000u;
+      while (!(held = g.lock.try_lock()) && g_drain.busy.load(std::memory_order_relaxed) && monotonic_ns() < until)
         sched_yield();
     }
     if (!held) {
