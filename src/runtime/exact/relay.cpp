@@ -7,6 +7,8 @@
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -33,6 +35,7 @@ constexpr uint32_t kMaxLanes = 1u << 16;
 
 struct State {
   Client client{};
+  Knobs knobs{};
   std::atomic<bool> running{false};
   std::atomic<bool> stop{false};
   std::atomic<bool> done{false};
@@ -374,7 +377,14 @@ bool revoke(Lane* lane) {
 
 void* relay_main(void*) {
   t_is_relay = true;
-  set_in_runtime(true);  // anything this thread allocates is the runtime's own
+  set_in_runtime(true);
+  prctl(PR_SET_NAME, "whymiss-relay", 0, 0, 0);  // for top, perf and the tests
+  if (s.knobs.nice > 0) {  // this thread only (Linux: nice is per thread); failure leaves it as is
+    const int tid = int(syscall(SYS_gettid));
+    errno = 0;
+    const int now = getpriority(PRIO_PROCESS, id_t(tid));
+    if (errno == 0) setpriority(PRIO_PROCESS, id_t(tid), now + s.knobs.nice > 19 ? 19 : now + s.knobs.nice);
+  }  // anything this thread allocates is the runtime's own
   auto** open = static_cast<Lane**>(private_alloc(sizeof(Lane*) * kMaxLanes));
   if (open == nullptr) {
     s.done.store(true, std::memory_order_release);
@@ -479,9 +489,10 @@ void* relay_main(void*) {
 
 }  // namespace
 
-bool start(const Client& c) noexcept {
+bool start(const Client& c, const Knobs& k) noexcept {
   if (s.running.load(std::memory_order_relaxed)) return true;
   s.client = c;
+  s.knobs = k;
   cpu_set_t cpus;
   g_one_cpu = sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) <= 1;
   g_membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;

@@ -155,6 +155,7 @@ struct Global {
   std::atomic<bool> attached_unhooked{false};  // a thread not started by our pthread_create
   // The relay runs: only its thread touches the simulator, which then needs no locks.
   bool relay_mode = false;
+  relay::Knobs relay_knobs;  // from the environment, read by init()
   std::atomic<bool> written{false};  // the profile is on disk (see finish)
   uint32_t policy = 0, inclusive = 1;
   char output[4096] = {};
@@ -304,6 +305,12 @@ void init() {
     return;
   }
   g.sim = h.value().release();
+  // WHYMISS_RELAY_NICE: 1-19 added to the relay thread's nice (relay::Knobs); anything else, 0.
+  if (const char* n = std::getenv("WHYMISS_RELAY_NICE"); n && *n) {
+    char* end = nullptr;
+    const long v = std::strtol(n, &end, 10);
+    if (*end == '\0' && v > 0 && v <= 19) g.relay_knobs.nice = int(v);
+  }
   g.relay_mode = threaded && start_relay();
   if (g.relay_mode) g.sim->set_concurrent(false);  // the relay is the simulator's only caller
   g.nlevels = geo.levels.size();
@@ -895,7 +902,7 @@ void relay_retire(void* owner) {
 // while the process has one recording thread: at init, or in its first pthread_create.
 bool start_relay() {
   Inside in;
-  if (!relay::start(relay::Client{relay_simulate, relay_retire})) return false;
+  if (!relay::start(relay::Client{relay_simulate, relay_retire}, g.relay_knobs)) return false;
   if (ThreadState* self = t_state) {
     t_hit = HitPath{};
     self->memo = nullptr;
