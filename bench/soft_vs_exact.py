@@ -19,10 +19,13 @@ Oracle check: the corpus's mutex programs count their own lock hand-overs (a ten
 another thread's) and print them; where exact mode's share of hand-overs differs from each of
 three native runs' by more than 4x, exact mode's interleaving may have changed what decides the
 program's sharing verdict, and the figures are also given without those programs (both are
-printed).
+printed). The oracle runs with --oracle-env (default WHYMISS_RELAY_NICE=5: the relay thread
+yields its core to program threads that wake, so that on a machine with fewer cores than threads
++ 1 the program's threads overlap, and hand over their locks, about as often as natively; at
+the relay's default priority they take turns, bench/README.md "The relay's priority").
 
 Oracle results are cached in OUT/oracle.json, keyed by the program's source hash, exact scale,
-cache geometry and the whymiss binary's build time; calibrations in OUT/calibration.json, keyed by
+cache geometry, --oracle-env and the build times of the whymiss binary and of its runtime; calibrations in OUT/calibration.json, keyed by
 the native binary's hash. Both modes get the geometry the corpus was generated for (--cache).
 A run that fails or times out counts as an "error" verdict (the first line of its stderr is
 printed). Progress goes to stderr, the results to stdout.
@@ -169,6 +172,9 @@ def main():
                          "whether a lock contends can depend on how the threads overlapped, and "
                          "so can exact mode's verdict (default 3)")
     ap.add_argument("--refresh-oracle", action="store_true", help="ignore cached exact runs")
+    ap.add_argument("--oracle-env", action="append", metavar="K=V",
+                    help="set for the exact runs (repeatable; default WHYMISS_RELAY_NICE=5; "
+                         "--oracle-env '' for none)")
     ap.add_argument("--soft-seconds", type=float, default=2.0,
                     help="calibrate each soft scale to about this much CPU time natively")
     ap.add_argument("--no-calibrate", action="store_true",
@@ -191,6 +197,9 @@ def main():
         return 0
     if a.repeats < 1 or a.oracle_repeats < 1 or a.oracle_repeats_threaded < 1:
         ap.error("--repeats, --oracle-repeats and --oracle-repeats-threaded must be >= 1")
+    for kv in a.oracle_env or []:
+        if kv and (kv.startswith("=") or "=" not in kv):
+            ap.error(f"--oracle-env '{kv}' is not K=V")
     whymiss = os.path.abspath(a.whymiss)
     whymiss_cc = os.path.abspath(a.whymiss_cc or os.path.join(os.path.dirname(whymiss),
                                                               "whymiss-cc"))
@@ -225,7 +234,13 @@ def main():
     # 2. The oracle: exact mode.
     oracle_path = os.path.join(out, "oracle.json")
     oracle_cache = {} if a.refresh_oracle else load_json(oracle_path)
-    whymiss_stamp = f"{os.path.getmtime(whymiss):.0f}"
+    # The oracle depends on the runtime as much as on the CLI: both build times are in the key.
+    rt = os.path.join(os.path.dirname(os.path.dirname(whymiss)), "lib", "libwhymiss-rt.so")
+    whymiss_stamp = f"{os.path.getmtime(whymiss):.0f}" + (
+        f"+{os.path.getmtime(rt):.0f}" if os.path.exists(rt) else "")
+    oracle_env = dict(kv.split("=", 1) for kv in (a.oracle_env or ["WHYMISS_RELAY_NICE=5"]) if kv)
+    if oracle_env:
+        whymiss_stamp += ":" + ",".join(f"{k}={v}" for k, v in sorted(oracle_env.items()))
     exact = {}
     exact_unstable = {}
     t_exact = 0.0
@@ -236,7 +251,7 @@ def main():
         want = max(a.oracle_repeats, a.oracle_repeats_threaded) if p["threads"] > 1 else a.oracle_repeats
         while len(runs) < want:
             v = corpuslib.run_whymiss(whymiss, "exact", paths[p["name"]]["exact"],
-                                      p["exact_scale"], cache_spec, a.timeout)
+                                      p["exact_scale"], cache_spec, a.timeout, env=oracle_env)
             t_exact += v.wall
             exact_runs_done += 1
             runs.append(v)

@@ -18,13 +18,13 @@ def _children_cpu():
     return r.ru_utime + r.ru_stime
 
 
-def run_group(cmd, timeout, cwd=None):
-    """Runs cmd in a session of its own; on timeout kills that process group (the profiled
-    program too, not just whymiss). Returns (returncode or None on timeout, stdout, stderr,
+def run_group(cmd, timeout, cwd=None, env=None):
+    """Runs cmd in a session of its own (in `env`, default ours); on timeout kills that process
+    group (the profiled program too, not just whymiss). Returns (returncode or None on timeout, stdout, stderr,
     wall seconds, CPU seconds of the process and its waited-for children)."""
     cpu0, t0 = _children_cpu(), time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         cwd=cwd, start_new_session=True, errors="replace")
+                         cwd=cwd, env=env, start_new_session=True, errors="replace")
     try:
         out, err = p.communicate(timeout=timeout)
         rc = p.returncode
@@ -81,9 +81,10 @@ class Verdict:
                    d.get("stdout", ""), samples=d.get("samples"))
 
 
-def run_whymiss(whymiss, mode, binary, scale, cache_spec=None, timeout=300, extra=()):
+def run_whymiss(whymiss, mode, binary, scale, cache_spec=None, timeout=300, extra=(), env=None):
     """`whymiss run --mode MODE` on binary with argv[1] = scale; never raises for a failing run.
-    It runs in a scratch directory, so relative paths are made absolute first."""
+    It runs in a scratch directory, so relative paths are made absolute first. `env`: variables
+    set on top of ours (e.g. WHYMISS_RELAY_NICE)."""
     whymiss, binary = (os.path.abspath(x) if os.sep in x else x for x in (whymiss, binary))
     with tempfile.TemporaryDirectory(prefix="whymiss-corpus-") as tmp:
         prof, rep = os.path.join(tmp, "p.data"), os.path.join(tmp, "r.json")
@@ -92,7 +93,8 @@ def run_whymiss(whymiss, mode, binary, scale, cache_spec=None, timeout=300, extr
             cmd += ["--cache", cache_spec]
         cmd += list(extra) + ["--", binary, str(scale)]
         try:
-            rc, out, err, wall, cpu = run_group(cmd, timeout, cwd=tmp)
+            rc, out, err, wall, cpu = run_group(cmd, timeout, cwd=tmp,
+                                                env=dict(os.environ, **env) if env else None)
         except OSError as e:
             return Verdict(error=f"cannot run {cmd[0]}: {e}")
         if rc is None:
