@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """check_relay_nice.py WHYMISS PROGRAM: under `whymiss record --mode exact`, the relay thread
 (named whymiss-relay) runs at the program's own nice by default, at +4 with
-WHYMISS_RELAY_NICE=4, at 19 at most (WHYMISS_RELAY_NICE=19 under `nice -n 5`), and values outside
-1-19 leave it alone. Exit 0 when all hold, 1 with the reason otherwise."""
+WHYMISS_RELAY_NICE=4, at 19 at most (19 under `nice -n 5`; 20 counts as 19), and anything but
+decimal digits leaves it alone. Exit 0 when all hold, 1 with the reason otherwise."""
 import os
 import subprocess
 import sys
@@ -31,8 +31,8 @@ def run(whymiss, program, env_value, outer_nice=0):
 
 def main():
     whymiss, program = sys.argv[1:3]
-    cases = [(None, 0, 0), ("4", 0, 4), ("19", 5, 19), ("0", 0, 0), ("-3", 0, 0), ("20", 0, 0),
-             ("x", 0, 0)]
+    cases = [(None, 0, 0), ("4", 0, 4), ("19", 5, 19), ("0", 0, 0), ("-3", 0, 0), ("20", 0, 19),
+             ("x", 0, 0), (" +4", 0, 0), ("", 0, 0)]
     for value, outer, want_offset in cases:
         relays, relay, main_nice = run(whymiss, program, value, outer)
         want = min(19, main_nice + want_offset)

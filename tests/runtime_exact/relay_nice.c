@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static volatile long sink[64];
@@ -46,21 +47,26 @@ int main(void) {
   for (long i = 0; i < 10000; i++) sink[i & 63] -= i;
   char self[32];
   snprintf(self, sizeof self, "%d", (int)getpid());
+  // The relay names itself and sets its nice as it starts, on its own thread: look until it has
+  // (within 5 s; it has long before, as the worker's accesses needed it to simulate them).
   int relay = 100, relays = 0;
-  DIR *d = opendir("/proc/self/task");
-  for (struct dirent *e; d && (e = readdir(d));) {
-    if (e->d_name[0] == '.') continue;
-    char path[64], name[64] = {0};
-    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;
-    if (fgets(name, sizeof name, f) && strncmp(name, "whymiss-relay", 13) == 0) {
-      relay = nice_of(e->d_name);
-      relays++;
+  for (int tries = 0; relays == 0 && tries < 5000; tries++) {
+    if (tries > 0) nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+    DIR *d = opendir("/proc/self/task");
+    for (struct dirent *e; d && (e = readdir(d));) {
+      if (e->d_name[0] == '.') continue;
+      char path[64], name[64] = {0};
+      snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+      FILE *f = fopen(path, "r");
+      if (!f) continue;
+      if (fgets(name, sizeof name, f) && strncmp(name, "whymiss-relay", 13) == 0) {
+        relay = nice_of(e->d_name);
+        relays++;
+      }
+      fclose(f);
     }
-    fclose(f);
+    if (d) closedir(d);
   }
-  if (d) closedir(d);
   printf("relays %d relay_nice %d main_nice %d\n", relays, relay, nice_of(self));
   pthread_barrier_wait(&done);
   pthread_join(t, NULL);

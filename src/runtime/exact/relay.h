@@ -91,13 +91,14 @@ struct Client {
 
 // How the relay thread runs (runtime.cpp fills it from the environment).
 struct Knobs {
-  // Added to the relay thread's nice value (0-19; WHYMISS_RELAY_NICE). With fewer host cores
-  // than program threads + 1, a relay at the program's own priority keeps a core while a program
+  // Added to the relay thread's nice (0-19; WHYMISS_RELAY_NICE). With fewer host cores than
+  // program threads + 1, a relay at the program's own priority keeps a core while a program
   // thread that woke (a mutex handed over, a ring drained) waits for one, so the program's
-  // threads take turns instead of overlapping as they do natively, and lock hand-overs fall
-  // ~10x (bench/README.md, "The relay's priority"). A higher nice lets woken threads take the
-  // relay's core; the price is a relay starved by other busy processes (an unprivileged thread
-  // cannot lower its nice again), so it is opt-in.
+  // threads take turns instead of overlapping as they do natively, and a contended mutex changes
+  // hands ~5x less often (bench/README.md, "The relay's priority"). A higher nice lets woken
+  // threads take the relay's core; the price is a relay that other busy threads (the program's
+  // miss-ratio worker, other processes of its session) can starve, and an unprivileged thread
+  // cannot lower its nice again, so it is opt-in.
   int nice = 0;
 };
 

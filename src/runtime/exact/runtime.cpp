@@ -305,11 +305,13 @@ void init() {
     return;
   }
   g.sim = h.value().release();
-  // WHYMISS_RELAY_NICE: 1-19 added to the relay thread's nice (relay::Knobs); anything else, 0.
+  // WHYMISS_RELAY_NICE: decimal digits, added to the relay thread's nice (relay::Knobs), above
+  // 19 as 19 (nice's own limit); anything else (a sign, blanks, letters) leaves it at 0.
   if (const char* n = std::getenv("WHYMISS_RELAY_NICE"); n && *n) {
-    char* end = nullptr;
-    const long v = std::strtol(n, &end, 10);
-    if (*end == '\0' && v > 0 && v <= 19) g.relay_knobs.nice = int(v);
+    int v = 0;
+    const char* c = n;
+    for (; *c >= '0' && *c <= '9'; ++c) v = v < 19 ? v * 10 + (*c - '0') : 19;
+    if (*c == '\0') g.relay_knobs.nice = v < 19 ? v : 19;
   }
   g.relay_mode = threaded && start_relay();
   if (g.relay_mode) g.sim->set_concurrent(false);  // the relay is the simulator's only caller
