@@ -20,15 +20,17 @@ another thread's) and print them; where exact mode's share of hand-overs differs
 three native runs' by more than 4x, exact mode's interleaving may have changed what decides the
 program's sharing verdict, and the figures are also given without those programs (both are
 printed). The oracle runs with --oracle-env (default WHYMISS_RELAY_NICE=5: the relay thread
-yields its core to program threads that wake, so that on a machine with fewer cores than threads
-+ 1 the program's threads overlap, and hand over their locks, about as often as natively; at
-the relay's default priority they take turns, bench/README.md "The relay's priority").
+yields its core to program threads that wake, so that on a machine with fewer cores than
+threads plus one the program's threads overlap, and hand over their locks, more nearly as often
+as natively; at the relay's default priority they take turns, bench/README.md "The relay's
+priority"), and nothing else: a WHYMISS_RELAY_NICE of the caller's is not passed on.
 
 Oracle results are cached in OUT/oracle.json, keyed by the program's source hash, exact scale,
-cache geometry, --oracle-env and the build times of the whymiss binary and of its runtime; calibrations in OUT/calibration.json, keyed by
-the native binary's hash. Both modes get the geometry the corpus was generated for (--cache).
-A run that fails or times out counts as an "error" verdict (the first line of its stderr is
-printed). Progress goes to stderr, the results to stdout.
+cache geometry, --oracle-env, the whymiss binary's build time and its runtime's hash;
+calibrations in OUT/calibration.json, keyed by the native binary's hash. Both modes get the
+geometry the corpus was generated for (--cache). A run that fails or times out counts as an
+"error" verdict (the first line of its stderr is printed). Progress goes to stderr, the results
+to stdout.
 """
 import argparse
 import collections
@@ -234,11 +236,13 @@ def main():
     # 2. The oracle: exact mode.
     oracle_path = os.path.join(out, "oracle.json")
     oracle_cache = {} if a.refresh_oracle else load_json(oracle_path)
-    # The oracle depends on the runtime as much as on the CLI: both build times are in the key.
+    # The oracle depends on the runtime as much as on the CLI: both are in the key (the
+    # runtime by content: relinking the same code keeps the cache).
     rt = os.path.join(os.path.dirname(os.path.dirname(whymiss)), "lib", "libwhymiss-rt.so")
     whymiss_stamp = f"{os.path.getmtime(whymiss):.0f}" + (
-        f"+{os.path.getmtime(rt):.0f}" if os.path.exists(rt) else "")
+        f"+{file_sha(rt)[:16]}" if os.path.exists(rt) else "")
     oracle_env = dict(kv.split("=", 1) for kv in (a.oracle_env or ["WHYMISS_RELAY_NICE=5"]) if kv)
+    os.environ.pop("WHYMISS_RELAY_NICE", None)  # only --oracle-env's reaches the oracle
     if oracle_env:
         whymiss_stamp += ":" + ",".join(f"{k}={v}" for k, v in sorted(oracle_env.items()))
     exact = {}
@@ -350,6 +354,7 @@ def main():
     summary = summarise(rows, a.repeats)
     summary.update({
         "commit": commit, "date": datetime.date.today().isoformat(),
+        "oracle_env": " ".join(f"{k}={v}" for k, v in sorted(oracle_env.items())),
         "cache_spec": cache_spec, "repeats": a.repeats, "oracle_repeats": a.oracle_repeats,
         "oracle_repeats_threaded": a.oracle_repeats_threaded,
         "time_total_s": round(t_total, 1), "time_exact_s": round(t_exact, 1),
@@ -503,7 +508,8 @@ def headline(s):
         f"time: {s['time_total_s']:.0f} s in all (exact {s['time_exact_s']:.0f} s for "
         f"{s['exact_runs_done']} uncached runs, calibration {s['time_calibration_s']:.0f} s, "
         f"soft {s['time_soft_s']:.0f} s)",
-        f"cache: {s['cache_spec']}; commit {s['commit']}, {s['date']}",
+        f"cache: {s['cache_spec']}; commit {s['commit']}, {s['date']}"
+        + (f"; oracle env: {s['oracle_env']}" if s.get("oracle_env") else ""),
     ]
     if s.get("oracle_unreliable"):
         lines.append("oracle check: exact mode did not keep the program's lock hand-overs on "

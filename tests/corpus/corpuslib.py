@@ -20,8 +20,8 @@ def _children_cpu():
 
 def run_group(cmd, timeout, cwd=None, env=None):
     """Runs cmd in a session of its own (in `env`, default ours); on timeout kills that process
-    group (the profiled program too, not just whymiss). Returns (returncode or None on timeout, stdout, stderr,
-    wall seconds, CPU seconds of the process and its waited-for children)."""
+    group (the profiled program too, not just whymiss). Returns (returncode or None on timeout,
+    stdout, stderr, wall seconds, CPU seconds of the process and its waited-for children)."""
     cpu0, t0 = _children_cpu(), time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          cwd=cwd, env=env, start_new_session=True, errors="replace")
