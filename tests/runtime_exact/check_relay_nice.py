@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""check_relay_nice.py WHYMISS PROGRAM: under `whymiss record --mode exact`, the relay thread
-(named whymiss-relay) runs at the program's own nice by default, at +4 with
+"""check_relay_nice.py WHYMISS PROGRAM: under `whymiss record --mode exact`, the miss-ratio
+worker (named whymiss-mrc) runs at the program's own nice always, and the relay thread (named
+whymiss-relay) by default, at +4 with
 WHYMISS_RELAY_NICE=4, at 19 at most (19 under `nice -n 5`; 20 counts as 19), and anything but
 decimal digits leaves it alone. Exit 0 when all hold, 1 with the reason otherwise."""
 import os
@@ -26,7 +27,7 @@ def run(whymiss, program, env_value, outer_nice=0):
     if line is None:
         raise SystemExit(f"FAIL: no 'relays' line in the program's output: {r.stdout!r}")
     f = line.split()
-    return int(f[1]), int(f[3]), int(f[5])
+    return int(f[1]), int(f[3]), int(f[5]), int(f[7]), int(f[9])
 
 
 def main():
@@ -34,13 +35,14 @@ def main():
     cases = [(None, 0, 0), ("4", 0, 4), ("19", 5, 19), ("0", 0, 0), ("-3", 0, 0), ("20", 0, 19),
              ("x", 0, 0), (" +4", 0, 0), ("", 0, 0)]
     for value, outer, want_offset in cases:
-        relays, relay, main_nice = run(whymiss, program, value, outer)
+        relays, relay, main_nice, workers, worker = run(whymiss, program, value, outer)
         want = min(19, main_nice + want_offset)
-        if relays != 1 or relay != want:
-            print(f"FAIL: WHYMISS_RELAY_NICE={value} under nice {outer}: {relays} relay thread(s), "
-                  f"relay nice {relay}, main thread nice {main_nice}; expected one relay at {want}")
+        if relays != 1 or relay != want or workers != 1 or worker != main_nice:
+            print(f"FAIL: WHYMISS_RELAY_NICE={value} under nice {outer}: {relays} relay thread(s) "
+                  f"at nice {relay}, {workers} worker(s) at {worker}, main thread at {main_nice}; "
+                  f"expected one relay at {want} and one worker at {main_nice}")
             return 1
-    print("ok: the relay's nice follows WHYMISS_RELAY_NICE")
+    print("ok: the relay's nice follows WHYMISS_RELAY_NICE, the worker's stays the program's")
     return 0
 
 

@@ -1,7 +1,8 @@
 #define _GNU_SOURCE
-// Prints the nice value of the exact runtime's relay thread (named "whymiss-relay") and of the
-// main thread, read from /proc/self/task, while a second program thread exists (the relay starts
-// with it). check_relay_nice.py runs it with and without WHYMISS_RELAY_NICE.
+// Prints the nice values of the exact runtime's relay thread (named "whymiss-relay"), of its
+// miss-ratio worker ("whymiss-mrc") and of the main thread, read from /proc/self/task, while a
+// second program thread exists (the relay starts with it). check_relay_nice.py runs it with and
+// without WHYMISS_RELAY_NICE.
 #include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -47,11 +48,13 @@ int main(void) {
   for (long i = 0; i < 10000; i++) sink[i & 63] -= i;
   char self[32];
   snprintf(self, sizeof self, "%d", (int)getpid());
-  // The relay names itself and sets its nice as it starts, on its own thread: look until it has
-  // (within 5 s; it has long before, as the worker's accesses needed it to simulate them).
-  int relay = 100, relays = 0;
-  for (int tries = 0; relays == 0 && tries < 5000; tries++) {
+  // The runtime's threads set their nice, then their name, as they start, on their own thread:
+  // look until both have (within 5 s; they have long before, as the worker's accesses needed the
+  // relay to simulate them).
+  int relay = 100, relays = 0, mrc = 100, mrcs = 0;
+  for (int tries = 0; (relays == 0 || mrcs == 0) && tries < 5000; tries++) {
     if (tries > 0) nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+    relays = mrcs = 0;
     DIR *d = opendir("/proc/self/task");
     for (struct dirent *e; d && (e = readdir(d));) {
       if (e->d_name[0] == '.') continue;
@@ -62,12 +65,16 @@ int main(void) {
       if (fgets(name, sizeof name, f) && strncmp(name, "whymiss-relay", 13) == 0) {
         relay = nice_of(e->d_name);
         relays++;
+      } else if (strncmp(name, "whymiss-mrc", 11) == 0) {
+        mrc = nice_of(e->d_name);
+        mrcs++;
       }
       fclose(f);
     }
     if (d) closedir(d);
   }
-  printf("relays %d relay_nice %d main_nice %d\n", relays, relay, nice_of(self));
+  printf("relays %d relay_nice %d main_nice %d workers %d worker_nice %d\n", relays, relay,
+         nice_of(self), mrcs, mrc);
   pthread_barrier_wait(&done);
   pthread_join(t, NULL);
   return 0;

@@ -7,8 +7,6 @@
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -378,15 +376,7 @@ bool revoke(Lane* lane) {
 void* relay_main(void*) {
   t_is_relay = true;
   set_in_runtime(true);  // anything this thread allocates is the runtime's own
-  if (s.knobs.nice > 0) {  // this thread only (Linux: nice is per thread); failure leaves it as is
-    const int tid = int(syscall(SYS_gettid));
-    errno = 0;
-    const int now = getpriority(PRIO_PROCESS, id_t(tid));
-    if (errno == 0)
-      setpriority(PRIO_PROCESS, id_t(tid), now + s.knobs.nice > 19 ? 19 : now + s.knobs.nice);
-  }
-  // For top, perf and the tests; after the nice, so that a thread with this name has its nice.
-  prctl(PR_SET_NAME, "whymiss-relay", 0, 0, 0);
+  settle_own_thread("whymiss-relay", s.knobs.nice);
   auto** open = static_cast<Lane**>(private_alloc(sizeof(Lane*) * kMaxLanes));
   if (open == nullptr) {
     s.done.store(true, std::memory_order_release);

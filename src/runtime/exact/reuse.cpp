@@ -424,6 +424,10 @@ thread_local bool t_is_worker = false;
 void* worker_main(void*) {
   set_in_runtime(true);
   t_is_worker = true;
+  // Named, at the program's own priority even under WHYMISS_RELAY_NICE: niced as well, it let the
+  // relay apply its buffers and fewer lock hand-overs came back (bench/README.md, "The relay's
+  // priority").
+  settle_own_thread("whymiss-mrc", 0);
   for (;;) {
     if (g_drain.tail.load(std::memory_order_acquire) < g_feed.head.load(std::memory_order_acquire)) {
       // `busy` covers the whole hold, the lock's acquisition and release included, so that an
