@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -20,6 +21,26 @@ constexpr int kMaxSig = 65;
 std::atomic<bool> g_guarding[kMaxSig] = {};
 std::atomic<FinishFn> g_finish{nullptr};
 std::atomic<pid_t> g_owner{0};
+std::atomic<int> g_unblocked{0};  // keep_unblocked's signal, or 0
+
+using MaskFn = int (*)(int, const sigset_t*, sigset_t*);
+MaskFn g_next_sigprocmask = nullptr, g_next_pthread_sigmask = nullptr;
+
+// libc's definitions, looked up while the process is single-threaded (dlsym is not
+// async-signal-safe, and sigprocmask may be called from handlers).
+__attribute__((constructor)) void find_mask_functions() {
+  g_next_sigprocmask = reinterpret_cast<MaskFn>(dlsym(RTLD_NEXT, "sigprocmask"));
+  g_next_pthread_sigmask = reinterpret_cast<MaskFn>(dlsym(RTLD_NEXT, "pthread_sigmask"));
+}
+
+// `set` without the signal the program may not block (into `buf`), or `set` itself.
+const sigset_t* without_unblocked(int how, const sigset_t* set, sigset_t* buf) {
+  const int keep = g_unblocked.load(std::memory_order_relaxed);
+  if (!keep || !set || (how != SIG_BLOCK && how != SIG_SETMASK) || sigismember(set, keep) != 1) return set;
+  *buf = *set;
+  sigdelset(buf, keep);
+  return buf;
+}
 
 // The reserved signals and the program's disposition for each: two slots and an atomic index
 // per signal, so that a handler reads a complete record while a writer (under g_slot_lock)
@@ -128,6 +149,8 @@ void reserve(int signo) {
   }
 }
 
+void keep_unblocked(int signo) { g_unblocked.store(signo, std::memory_order_relaxed); }
+
 bool program_claimed(int signo) {
   const Reserved* r = find_reserved(signo);
   return r && r->claimed.load(std::memory_order_relaxed);
@@ -155,10 +178,50 @@ void forward(int s, siginfo_t* si, void* ctx) {
 
 namespace sg = whymiss::rt::sig;
 
+// The program's masks (see keep_unblocked). Before libc's functions are known (a constructor
+// that runs before ours), the system call, without glibc's two internal signals (32, 33) as
+// glibc's wrappers do.
+namespace {
+int raw_sigmask(int how, const sigset_t* set, sigset_t* old) {
+  sigset_t buf;
+  if (set) {
+    buf = *set;
+    sigdelset(&buf, 32);
+    sigdelset(&buf, 33);
+    set = &buf;
+  }
+  return int(syscall(SYS_rt_sigprocmask, how, set, old, size_t(8)));
+}
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
+  using namespace whymiss::rt::sig;
+  sigset_t buf;
+  set = without_unblocked(how, set, &buf);
+  return g_next_sigprocmask ? g_next_sigprocmask(how, set, old) : raw_sigmask(how, set, old);
+}
+
+extern "C" __attribute__((visibility("default"))) int pthread_sigmask(int how, const sigset_t* set,
+                                                                      sigset_t* old) {
+  using namespace whymiss::rt::sig;
+  sigset_t buf;
+  set = without_unblocked(how, set, &buf);
+  if (g_next_pthread_sigmask) return g_next_pthread_sigmask(how, set, old);
+  return raw_sigmask(how, set, old) == 0 ? 0 : errno;
+}
+
 // The program's view of dispositions (see signal_guard.h).
 extern "C" __attribute__((visibility("default"))) int sigaction(int s, const struct sigaction* act,
                                                                 struct sigaction* old) {
   using namespace whymiss::rt::sig;
+  // A handler's mask must not block keep_unblocked's signal either.
+  struct sigaction stripped;
+  if (act && g_unblocked.load(std::memory_order_relaxed) &&
+      sigismember(&act->sa_mask, g_unblocked.load(std::memory_order_relaxed)) == 1) {
+    stripped = *act;
+    sigdelset(&stripped.sa_mask, g_unblocked.load(std::memory_order_relaxed));
+    act = &stripped;
+  }
   if (s <= 0 || s >= kMaxSig || getpid() != g_owner.load(std::memory_order_relaxed))
     return real_sigaction(s, act, old);
   if (Reserved* r = find_reserved(s)) {

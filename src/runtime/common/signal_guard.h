@@ -35,6 +35,13 @@ void install_fatal_guards(FinishFn finish, pid_t owner);
 // single-steps threads); further ones are ignored.
 void reserve(int signo);
 
+// From now on the program cannot block `signo` (SIGTRAP while the soft runtime may have int3
+// breakpoints in its code: a thread that traps with it blocked is killed): it is taken out of
+// the sets given to sigprocmask() and pthread_sigmask() (SIG_BLOCK, SIG_SETMASK; both are
+// interposed) and of the sa_mask of the handlers it installs. Calls that bypass the PLT (inside
+// libc) and raw system calls are not seen. Not async-signal-safe; one signal at a time.
+void keep_unblocked(int signo);
+
 // Runs what the program asked for `sig` (a reserved signal; nothing for others).
 // Async-signal-safe.
 void forward(int sig, siginfo_t* si, void* ctx);
