@@ -48,8 +48,9 @@ class SoftTrace : public ::testing::Test {
     sigaction(SIGUSR1, &sa, nullptr);
   }
   // A fresh store and one open epoch, then a window on this thread.
-  bool start(uint32_t steps, uint32_t target_lines = 0, uint32_t max_steps = 0) {
+  bool start(uint32_t steps, uint32_t target_lines = 0, uint32_t max_steps = 0, bool runs = true) {
     trace::Config c;
+    c.runs = runs;
     c.steps = steps;
     c.target_lines = target_lines;
     c.max_steps = max_steps;
@@ -168,8 +169,10 @@ TEST_F(SoftTrace, AWindowGoesOnWhileItsFootprintGrowsTowardsItsTarget) {
   EXPECT_EQ(w[0].end, uint32_t(profile::TraceEnd::Done));
   // A few new lines per round: still growing at every stretch, far from 1,000 lines: the cap.
   ASSERT_TRUE(start(2000, 1000, 5000));
-  for (size_t off = 0; trace::tracing() && off + 64 * 4 <= sizeof big; off += 64 * 4) {
-    touch_lines(big + off, 4);
+  // (8 lines per round: ~30 new lines per stretch of 500 steps against the 16 needed; with 4,
+  // sketch collisions at some addresses left a stretch short about once in 150 runs.)
+  for (size_t off = 0; trace::tracing() && off + 64 * 8 <= sizeof big; off += 64 * 8) {
+    touch_lines(big + off, 8);
     fill(a, 16);
   }
   trace::stop();
@@ -339,6 +342,107 @@ TEST_F(SoftTrace, ASigtrapThatIsNotASteppingTrapGetsTheDefaultAction) {
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFSIGNALED(status));
   EXPECT_EQ(WTERMSIG(status), SIGTRAP);
+}
+
+// A mix of what runs must handle: loops (jcc), direct calls and returns, a pointer chase (the
+// next address comes from the load before), pushes and pops, a rep string op (single-stepped)
+// and a plain system call.
+struct Node {
+  Node* next;
+  uint64_t pad[7];
+};
+__attribute__((noinline)) uint64_t leaf(volatile uint64_t* a, int i) { return a[i & 63] += uint64_t(i); }
+__attribute__((noinline)) uint64_t mixed(volatile uint64_t* a, Node* head, uint8_t* dst, const uint8_t* src) {
+  uint64_t sum = 0;
+  for (int i = 0; i < 64; ++i) sum += leaf(a, i * 7);
+  for (Node* n = head; n; n = n->next) sum += n->pad[1];
+  size_t len = 100;
+  asm volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(len) : : "memory");
+  sum += uint64_t(syscall(SYS_getuid)) & 1;  // the same in a forked child
+  for (int i = 0; i < 32; ++i) a[(i * 5) & 63] ^= sum;
+  return sum;
+}
+
+struct Mixed {
+  uint64_t a[64] = {};
+  Node nodes[40] = {};
+  uint8_t src[128] = {}, dst[128] = {};
+  Node* head = nullptr;
+  Mixed() {  // a list through the nodes in the order 0, 17, 34, 11, ... (17 is prime to 40)
+    for (int i = 0; i < 40; ++i) nodes[i * 17 % 40].next = i + 1 < 40 ? &nodes[(i + 1) * 17 % 40] : nullptr;
+    for (int i = 0; i < 40; ++i) nodes[i].pad[1] = uint64_t(i);
+    head = &nodes[0];
+  }
+  uint64_t run() { return mixed(a, head, dst, src); }
+};
+
+struct Rec {
+  uint64_t ip, addr;
+  uint16_t size;
+  uint8_t flags;
+  bool operator==(const Rec& o) const { return ip == o.ip && addr == o.addr && size == o.size && flags == o.flags; }
+};
+
+// The stream runs record equals the one single-stepping records, instruction for instruction,
+// with a fraction of the traps.
+TEST_F(SoftTrace, RunsRecordWhatSingleSteppingRecordsWithFewerTraps) {
+  static Mixed m;
+  std::vector<Rec> streams[2];
+  trace::Stats st[2];
+  for (int runs = 0; runs < 2; ++runs) {
+    m = Mixed();
+    ASSERT_TRUE(start(20000, 0, 0, runs == 1));
+    for (int rounds = 0; trace::tracing() && rounds < 100; ++rounds) m.run();
+    trace::stop();
+    st[runs] = trace::stats();
+    for (const auto& r : accesses())
+      streams[runs].push_back({r.ip, r.addr, r.size, r.flags});
+    auto w = windows();
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_EQ(w[0].steps, 20000u);
+    EXPECT_EQ(w[0].end, uint32_t(profile::TraceEnd::Done));
+  }
+  ASSERT_GT(streams[0].size(), 5000u);
+  ASSERT_EQ(streams[0].size(), streams[1].size());
+  for (size_t i = 0; i < streams[0].size(); ++i)
+    ASSERT_TRUE(streams[0][i] == streams[1][i]) << "access " << i << ": ip " << std::hex << streams[0][i].ip
+                                                << " vs " << streams[1][i].ip;
+  EXPECT_EQ(st[0].run_traps, 0u);
+  EXPECT_GT(st[1].run_traps, 0u);
+  EXPECT_GT(st[1].breakpoints_armed, 0u);
+  // Single steps: the rep string's iterations, the system call, and stretches that cannot end
+  // at a breakpoint; far fewer than the 20,000 instructions.
+  EXPECT_LT(st[1].single_steps + st[1].run_traps, 20000u / 3) << st[1].single_steps << " single, " << st[1].run_traps << " runs of " << st[1].run_steps;
+}
+
+// Breakpoints are taken for threads outside windows (the result is the program's), and gone,
+// with the code bytes as they were, once the windows stop.
+TEST_F(SoftTrace, BreakpointsAreTakenOutsideWindowsAndGoWithStop) {
+  static Mixed m;
+  const auto* code = reinterpret_cast<const uint8_t*>(&mixed);
+  std::vector<uint8_t> before(code, code + 256);
+  m = Mixed();
+  const uint64_t expect = m.run();
+  m = Mixed();
+  ASSERT_TRUE(start(3000));
+  while (trace::tracing()) m.run();
+  const uint32_t live = trace::stats().breakpoints_armed;
+  EXPECT_GT(live, 0u);
+  uint64_t other = 0;
+  static Mixed m2;
+  std::thread t([&] { m2 = Mixed(); other = m2.run(); });  // meets the breakpoints, no window
+  t.join();
+  EXPECT_EQ(other, expect);
+  pid_t child = fork();  // inherits the breakpoints
+  if (child == 0) {
+    static Mixed m3;
+    _exit(m3.run() == expect ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << std::hex << status;
+  trace::stop();
+  EXPECT_EQ(std::vector<uint8_t>(code, code + 256), before);
 }
 
 TEST_F(SoftTrace, InitRefusesWhenTheProgramOwnsSigtrap) {

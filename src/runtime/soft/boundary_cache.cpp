@@ -125,7 +125,29 @@ Lookup fill(Arena& a, Slot& s, uint64_t start, uint64_t end, uint32_t module_id,
 
 }  // namespace
 
+namespace {
+std::atomic<PatchedByteFn> g_patched_byte{nullptr};
+}
+
+void set_patched_byte_hook(PatchedByteFn f) { g_patched_byte.store(f, std::memory_order_release); }
+
+const uint8_t* program_bytes(const uint8_t* p, size_t avail, uint8_t* buf) {
+  if (!avail || __atomic_load_n(p, __ATOMIC_RELAXED) != 0xCC) return p;
+  uint8_t first = 0;
+  const PatchedByteFn f = g_patched_byte.load(std::memory_order_acquire);
+  if (!f || !f(reinterpret_cast<uint64_t>(p), &first)) return p;
+  const size_t n = avail < 15 ? avail : 15;
+  for (size_t i = 0; i < n; ++i) buf[i] = p[i];
+  buf[0] = first;
+  return buf;
+}
+
 uint8_t length_at(const uint8_t* p, size_t avail) {
+  uint8_t copy[15];
+  if (const uint8_t* q = program_bytes(p, avail, copy); q != p) {
+    p = q;
+    avail = avail < sizeof copy ? avail : sizeof copy;
+  }
   ZydisDecoder dec;
   ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
   ZydisDecoderEnableMode(&dec, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE);

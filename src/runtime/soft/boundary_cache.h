@@ -11,8 +11,15 @@
 
 namespace whymiss::soft::detail {
 
-// Length of the instruction at p (at most `avail` bytes are read), 0 if undecodable.
+// Length of the instruction at p (at most `avail` bytes are read), 0 if undecodable. A 0xCC at
+// p that the patched-byte hook (decode.h, set_patched_byte) claims is decoded with the
+// program's original byte, so that boundaries cached while breakpoints are in place are right.
 uint8_t length_at(const uint8_t* p, size_t avail);
+using PatchedByteFn = bool (*)(uint64_t ip, uint8_t* original);
+void set_patched_byte_hook(PatchedByteFn f);
+// Copies up to 15 bytes of code at p into buf as the program has them (a claimed 0xCC replaced);
+// returns buf, or p itself when nothing needed replacing.
+const uint8_t* program_bytes(const uint8_t* p, size_t avail, uint8_t* buf);
 
 // mmaps an arena of about `bytes` (replacing a previous one; only when no handler runs).
 bool cache_init(size_t bytes);

@@ -50,6 +50,7 @@
 #include "runtime/soft/capture_internal.h"
 #include "runtime/soft/decode.h"
 #include "runtime/soft/modules.h"
+#include "runtime/soft/proc_self.h"
 #include "runtime/soft/sigtrap.h"
 
 namespace whymiss::soft::capture::detail {
@@ -85,39 +86,6 @@ uint64_t page_of(uint64_t a) { return a & ~(kPage - 1); }
 uint8_t read_byte(uint64_t a) { return __atomic_load_n(reinterpret_cast<uint8_t*>(a), __ATOMIC_RELAXED); }
 void write_byte(uint64_t a, uint8_t v) { __atomic_store_n(reinterpret_cast<uint8_t*>(a), v, __ATOMIC_RELAXED); }
 
-// Protection of the mapping containing addr, from /proc/self/maps (no heap: a stack buffer).
-int page_prot(uint64_t addr, int* prot) {
-  const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno;
-  char buf[4096];
-  char line[96];
-  size_t ll = 0;
-  bool found = false;
-  for (;;) {
-    const ssize_t n = read(fd, buf, sizeof buf);
-    if (n <= 0) break;
-    for (ssize_t i = 0; i < n && !found; ++i) {
-      if (buf[i] != '\n') {
-        if (ll < sizeof line - 1) line[ll++] = buf[i];
-        continue;
-      }
-      line[ll] = 0;
-      ll = 0;
-      uint64_t lo = 0, hi = 0;
-      const char* p = line;
-      while (*p && *p != '-') lo = lo * 16 + uint64_t(*p <= '9' ? *p - '0' : (*p | 0x20) - 'a' + 10), ++p;
-      if (*p == '-') ++p;
-      while (*p && *p != ' ') hi = hi * 16 + uint64_t(*p <= '9' ? *p - '0' : (*p | 0x20) - 'a' + 10), ++p;
-      if (*p == ' ') ++p;
-      if (addr < lo || addr >= hi || !p[0] || !p[1] || !p[2]) continue;
-      *prot = (p[0] == 'r' ? PROT_READ : 0) | (p[1] == 'w' ? PROT_WRITE : 0) | (p[2] == 'x' ? PROT_EXEC : 0);
-      found = true;
-    }
-    if (found) break;
-  }
-  close(fd);
-  return found ? 0 : ENOENT;
-}
 
 // Another patch (not free) on the same page, or nullptr. Collector only.
 const Patch* page_sharer(const State& s, uint32_t slot, uint64_t page) {
@@ -131,72 +99,11 @@ const Patch* page_sharer(const State& s, uint32_t slot, uint64_t page) {
   return nullptr;
 }
 
-// Code the int3 must never be on. The kernel kills a thread that traps with SIGTRAP blocked
-// (force_sig resets the handler to SIG_DFL): libc and the dynamic loader run with every signal
-// blocked at times (pthread_create, fork, posix_spawn internals), and so may the runtime's own
-// handlers; the stage's module is where the handler runs. Ips there are rejected.
+// Code the int3 must never be on (modules.h): the stage's module is where the handler runs.
 bool forbidden_module(uint64_t ip) {
-  const soft::detail::ModuleTable* t = soft::detail::current_modules();
-  if (!t) return true;
-  const soft::detail::CodeSegment* seg = soft::detail::find_segment(*t, ip);
-  if (!seg || seg->module >= t->module_count) return true;
-  // The stage's own module, unless it is the main program (tests link the stage statically).
-  const soft::detail::CodeSegment* own =
-      soft::detail::find_segment(*t, reinterpret_cast<uint64_t>(&int3_on_sigtrap));
-  if (own && own->module == seg->module && strcmp(t->modules[seg->module].path, "/proc/self/exe") != 0)
-    return true;
-  const char* path = t->modules[seg->module].path;
-  const char* base = path;
-  for (const char* c = path; *c; ++c)
-    if (*c == '/') base = c + 1;
-  const char* deny[] = {"libc.so", "libc-", "ld-linux", "ld64.so", "libpthread", "libwhymiss", "libZydis"};
-  for (const char* d : deny)
-    if (strncmp(base, d, strlen(d)) == 0) return true;
-  return false;
+  return soft::detail::breakpoint_forbidden(ip, reinterpret_cast<uint64_t>(&int3_on_sigtrap));
 }
 
-// Whether a thread of the process has SIGTRAP blocked now (its SigBlk in /proc/self/task/*/
-// status): it would be killed by the int3. Stack buffers only; errors count as "blocked".
-bool some_thread_blocks_sigtrap() {
-  const int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) return true;
-  bool blocked = false;
-  char dents[4096];
-  for (;;) {
-    const long n = syscall(SYS_getdents64, dir, dents, sizeof dents);
-    if (n <= 0) {
-      blocked = blocked || n < 0;
-      break;
-    }
-    for (long off = 0; off < n && !blocked;) {
-      const auto* d = reinterpret_cast<const struct dirent64*>(dents + off);
-      off += d->d_reclen;
-      if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
-      char path[64] = "/proc/self/task/";
-      size_t len = strlen(path);
-      for (const char* c = d->d_name; *c && len < 50; ++c) path[len++] = *c;
-      memcpy(path + len, "/status", 8);
-      const int fd = open(path, O_RDONLY | O_CLOEXEC);
-      if (fd < 0) continue;  // exited meanwhile
-      char buf[2048];
-      const ssize_t r = read(fd, buf, sizeof buf - 1);
-      close(fd);
-      if (r <= 0) continue;
-      buf[r] = 0;
-      const char* p = strstr(buf, "SigBlk:");
-      if (!p) continue;
-      p += 7;
-      while (*p == ' ' || *p == '\t') ++p;
-      uint64_t mask = 0;
-      for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); ++p)
-        mask = mask * 16 + uint64_t(*p <= '9' ? *p - '0' : *p - 'a' + 10);
-      if (mask & (uint64_t(1) << (SIGTRAP - 1))) blocked = true;
-    }
-    if (blocked) break;
-  }
-  close(dir);
-  return blocked;
-}
 
 bool recently_patched(const State& s, uint64_t addr) {
   for (uint32_t k = 0; k < kMaxSlots; ++k)
@@ -277,7 +184,7 @@ int int3_patch(uint32_t slot, uint32_t w, uint64_t ip) {
     // Walk it now, from the original bytes (the result does not matter).
     decode_previous(ip + len, rv, &m);
   }
-  if (some_thread_blocks_sigtrap()) {
+  if (soft::detail::some_thread_blocks_sigtrap()) {
     s.sigtrap_blocked.fetch_add(1, std::memory_order_relaxed);
     return EAGAIN;  // not now (the window is not armed; the candidate gets its turn again)
   }
@@ -286,7 +193,7 @@ int int3_patch(uint32_t slot, uint32_t w, uint64_t ip) {
   if (const Patch* o = page_sharer(s, slot, page)) {
     prot = o->prot;  // already writable for the other window; its saved protection is the page's
   } else {
-    if (const int err = page_prot(ip, &prot)) {
+    if (const int err = soft::detail::mapping_prot(ip, &prot)) {
       note_failure(err);
       return err;
     }
@@ -323,7 +230,7 @@ void int3_unpatch(uint32_t slot) {
   // int3 or original, the rest of it, on this page, unchanged).
   const uint64_t page = page_of(ip);
   int prot_now = 0;
-  bool ours = page_prot(ip, &prot_now) == 0;
+  bool ours = soft::detail::mapping_prot(ip, &prot_now) == 0;
   if (ours) {
     const uint8_t b = read_byte(ip);
     const size_t on_page = page + kPage - ip < p.len ? size_t(page + kPage - ip) : p.len;

@@ -319,6 +319,124 @@ DecodeStatus decode_after_bytes(const uint8_t* code, size_t len, uint64_t ip,
   return evaluate_after(in, ops, ip, load(regs), out);
 }
 
+namespace {
+
+// jcc condition codes (the low nibble of the short form's opcode 0x70-0x7F), or -1.
+int jcc_condition(ZydisMnemonic m) {
+  switch (m) {
+    case ZYDIS_MNEMONIC_JO: return 0;    case ZYDIS_MNEMONIC_JNO: return 1;
+    case ZYDIS_MNEMONIC_JB: return 2;    case ZYDIS_MNEMONIC_JNB: return 3;
+    case ZYDIS_MNEMONIC_JZ: return 4;    case ZYDIS_MNEMONIC_JNZ: return 5;
+    case ZYDIS_MNEMONIC_JBE: return 6;   case ZYDIS_MNEMONIC_JNBE: return 7;
+    case ZYDIS_MNEMONIC_JS: return 8;    case ZYDIS_MNEMONIC_JNS: return 9;
+    case ZYDIS_MNEMONIC_JP: return 10;   case ZYDIS_MNEMONIC_JNP: return 11;
+    case ZYDIS_MNEMONIC_JL: return 12;   case ZYDIS_MNEMONIC_JNL: return 13;
+    case ZYDIS_MNEMONIC_JLE: return 14;  case ZYDIS_MNEMONIC_JNLE: return 15;
+    default: return -1;
+  }
+}
+
+bool relative_target(const ZydisDecodedInstruction& in, const ZydisDecodedOperand* ops,
+                     uint64_t ip, uint64_t* target) {
+  if (in.operand_count_visible != 1 || ops[0].type != ZYDIS_OPERAND_TYPE_IMMEDIATE ||
+      !ops[0].imm.is_relative)
+    return false;
+  ZyanU64 t = 0;
+  if (!ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&in, &ops[0], ip, &t))) return false;
+  *target = t;
+  return true;
+}
+
+uint8_t run_role(const ZydisDecodedInstruction& in, const ZydisDecodedOperand* ops, uint64_t ip,
+                 RunInfo* run) {
+  if (step_stop_of(in) != kStepFree || rep_string(in)) return kRunStop;
+  switch (in.mnemonic) {
+    case ZYDIS_MNEMONIC_UD0: case ZYDIS_MNEMONIC_UD1: case ZYDIS_MNEMONIC_UD2:
+    case ZYDIS_MNEMONIC_HLT: case ZYDIS_MNEMONIC_XBEGIN: case ZYDIS_MNEMONIC_XABORT:
+    case ZYDIS_MNEMONIC_XEND: case ZYDIS_MNEMONIC_WRFSBASE: case ZYDIS_MNEMONIC_WRGSBASE:
+      return kRunStop;
+    default:
+      break;
+  }
+  if (in.address_width != 64) return kRunStop;  // a 32-bit rip or stack would need care
+  const int cond = jcc_condition(in.mnemonic);
+  if (cond >= 0 || in.mnemonic == ZYDIS_MNEMONIC_JMP) {
+    if (!relative_target(in, ops, ip, &run->target)) return kRunStop;
+    run->cond = cond >= 0 ? uint8_t(cond) : 16;
+    return kRunBranch;
+  }
+  if (in.mnemonic == ZYDIS_MNEMONIC_CALL)
+    return in.operand_width == 64 && relative_target(in, ops, ip, &run->target) ? kRunCall : kRunStop;
+  if (in.mnemonic == ZYDIS_MNEMONIC_RET) {
+    if (in.operand_width != 64 || in.operand_count_visible > 1) return kRunStop;
+    if (in.operand_count_visible == 1) {
+      if (ops[0].type != ZYDIS_OPERAND_TYPE_IMMEDIATE) return kRunStop;
+      run->pop = uint16_t(ops[0].imm.value.u);
+    }
+    return kRunRet;
+  }
+  for (int i = 0; i < in.operand_count; ++i) {
+    const ZydisDecodedOperand& op = ops[i];
+    if (op.type == ZYDIS_OPERAND_TYPE_MEMORY && op.mem.type == ZYDIS_MEMOP_TYPE_VSIB) return kRunStop;
+    if (op.type != ZYDIS_OPERAND_TYPE_REGISTER || !(op.actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+      continue;
+    const ZydisRegisterClass c = ZydisRegisterGetClass(op.reg.value);
+    if (c == ZYDIS_REGCLASS_IP || c == ZYDIS_REGCLASS_SEGMENT) return kRunStop;
+  }
+  return kRunPlain;
+}
+
+}  // namespace
+
+DecodeStatus decode_step(const uint8_t* code, size_t len, uint64_t ip, const RegisterView& regs,
+                         MemAccess* out, RunInfo* run) {
+  *run = RunInfo{};
+  ZydisDecodedInstruction in;
+  ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+  if (!decode_full(code, len, &in, ops)) {
+    out->ip = ip;
+    out->length = 0;
+    out->count = 0;
+    out->step_stop = 0;
+    return DecodeStatus::BadBytes;
+  }
+  run->role = run_role(in, ops, ip, run);
+  for (int i = 0; i < in.operand_count; ++i) {
+    const ZydisDecodedOperand& op = ops[i];
+    if (op.type == ZYDIS_OPERAND_TYPE_MEMORY &&
+        (op.mem.base == ZYDIS_REGISTER_RIP || op.mem.base == ZYDIS_REGISTER_EIP))
+      run->rip_relative = true;
+    if (op.type == ZYDIS_OPERAND_TYPE_MEMORY && op.mem.type != ZYDIS_MEMOP_TYPE_AGEN) {
+      const int b = gpr_id(op.mem.base), x = gpr_id(op.mem.index);
+      if (b >= 0) run->address_regs |= 1u << b;
+      if (x >= 0) run->address_regs |= 1u << x;
+    } else if (op.type == ZYDIS_OPERAND_TYPE_REGISTER && (op.actions & ZYDIS_OPERAND_ACTION_MASK_WRITE)) {
+      const int id = gpr_id(op.reg.value);
+      if (id >= 0) run->written_regs |= 1u << id;
+    }
+  }
+  return evaluate(in, ops, ip, load(regs), /*after=*/false, out);
+}
+
+void set_patched_byte(bool (*fn)(uint64_t, uint8_t*)) { set_patched_byte_hook(fn); }
+
+bool branch_taken(uint8_t cond, uint64_t f) {
+  if (cond >= 16) return true;
+  const bool cf = f & 1, pf = f >> 2 & 1, zf = f >> 6 & 1, sf = f >> 7 & 1, of = f >> 11 & 1;
+  bool t = false;
+  switch (cond >> 1) {
+    case 0: t = of; break;
+    case 1: t = cf; break;
+    case 2: t = zf; break;
+    case 3: t = cf || zf; break;
+    case 4: t = sf; break;
+    case 5: t = pf; break;
+    case 6: t = sf != of; break;
+    default: t = zf || sf != of; break;
+  }
+  return (cond & 1) ? !t : t;
+}
+
 DecodeStatus decode_at(uint64_t ip, const RegisterView& regs, MemAccess* out) {
   size_t avail = 15;
   if (const ModuleTable* t = current_modules())
@@ -373,8 +491,9 @@ DecodeStatus decode_previous(uint64_t next_ip, const RegisterView& regs, MemAcce
   }
   ZydisDecodedInstruction in;
   ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-  if (!decode_full(reinterpret_cast<const uint8_t*>(prev), next_ip - prev, &in, ops) ||
-      in.length != next_ip - prev) {
+  uint8_t copy[15];
+  const uint8_t* bytes = program_bytes(reinterpret_cast<const uint8_t*>(prev), next_ip - prev, copy);
+  if (!decode_full(bytes, next_ip - prev, &in, ops) || in.length != next_ip - prev) {
     bump(g_bad_bytes);
     return DecodeStatus::BadBytes;
   }

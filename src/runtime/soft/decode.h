@@ -96,6 +96,35 @@ DecodeStatus decode_bytes(const uint8_t* code, size_t len, uint64_t ip, const Re
 DecodeStatus decode_after_bytes(const uint8_t* code, size_t len, uint64_t ip,
                                 const RegisterView& regs, MemAccess* out);
 
+// Trace runs (trace.h): how an instruction takes part in straight-line code that a window lets
+// run natively between two breakpoints. The handler takes a RunBranch, RunCall or RunRet itself
+// (it sets rip, and rsp and the return slot for call/ret), so one breakpoint on it costs one trap
+// whatever the outcome; a RunPlain falls through to the next instruction and may run natively
+// once its addresses are recorded; a RunStop must be single-stepped (it moves rip through a
+// register or memory, enters the kernel, repeats as a rep string, reads or restores the flags,
+// uses vector indices, writes a segment base, aborts or traps).
+enum RunRole : uint8_t { kRunStop = 0, kRunPlain = 1, kRunBranch = 2, kRunCall = 3, kRunRet = 4 };
+struct RunInfo {
+  uint8_t role = kRunStop;
+  uint8_t cond = 0;          // kRunBranch: jcc condition, the low nibble of its 0x7X opcode; 16 = jmp
+  uint16_t pop = 0;          // kRunRet: bytes `ret imm16` releases beyond the return address
+  uint64_t target = 0;       // kRunBranch, kRunCall: the destination
+  uint32_t address_regs = 0; // GPRs (bit per GPR64 id: rax rcx rdx rbx rsp rbp rsi rdi r8..r15)
+                             // the memory operands' addresses read, rsp for stack slots
+  uint32_t written_regs = 0; // GPRs it writes, any width, hidden operands included
+  bool rip_relative = false; // an operand is addressed relative to rip (it cannot run elsewhere)
+};
+// decode_bytes plus the instruction's RunInfo (its role is kRunStop whenever the status is
+// BadBytes). Async-signal-safe.
+DecodeStatus decode_step(const uint8_t* code, size_t len, uint64_t ip, const RegisterView& regs,
+                         MemAccess* out, RunInfo* run);
+// The owner of run breakpoints tells the decoder the program's first byte of an instruction it
+// patched with 0xCC (true and *original set), so that the boundaries of functions decoded while
+// breakpoints are in place are the program's. Null: none. The function must be async-signal-safe.
+void set_patched_byte(bool (*fn)(uint64_t ip, uint8_t* original));
+// Whether a RunBranch with condition `cond` is taken under `rflags`.
+bool branch_taken(uint8_t cond, uint64_t rflags);
+
 // Length of the instruction at ip (0 if undecodable); used to place and step over breakpoints
 // (read it before patching an int3 in).
 uint8_t instruction_length(uint64_t ip);

@@ -93,9 +93,11 @@ void end_notes(const profile::MetaRecord& meta) {
   if (g.trace_on) {
     soft::trace::Stats t = soft::trace::stats();
     add_note(t.dropped ? 1 : 0,
-             Text().s("trace windows (trap-flag single-stepping): ").u(t.accesses).s(" accesses recorded, ")
-                 .u(t.dropped).s(" dropped (store full), ").u(t.stray_traps)
-                 .s(" stray traps; a step cost ~").u(t.step_cost_ns / 1000).s(" us").c_str());
+             Text().s("trace windows: ").u(t.accesses).s(" accesses recorded, ")
+                 .u(t.dropped).s(" dropped (store full); ").u(t.run_steps).s(" instructions run natively in ")
+                 .u(t.run_traps).s(" stretches between breakpoints, ").u(t.single_steps)
+                 .s(" single-stepped; ").u(t.stray_traps + t.breakpoint_strays)
+                 .s(" stray traps; an instruction cost ~").u(t.step_cost_ns).s(" ns").c_str());
   }
   if (g.pmu_mode && g.pmu_unknown_thread.load())
     add_note(0, Text().u(g.pmu_unknown_thread.load()).s(" pmu samples came from threads whymiss did not track").c_str());

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <cstring>
 
@@ -240,5 +241,25 @@ bool find_function(const Module& m, const CodeSegment& seg, uint64_t ip, Functio
   out->end = std::min(f[lo - 1].end, seg.hi);
   return true;
 }
+
+bool breakpoint_forbidden(uint64_t ip, uint64_t own_ip) {
+  const ModuleTable* t = current_modules();
+  if (!t) return true;
+  const CodeSegment* seg = find_segment(*t, ip);
+  if (!seg || seg->module >= t->module_count) return true;
+  const CodeSegment* own = find_segment(*t, own_ip);
+  if (own && own->module == seg->module && strcmp(t->modules[seg->module].path, "/proc/self/exe") != 0)
+    return true;
+  const char* path = t->modules[seg->module].path;
+  const char* base = path;
+  for (const char* c = path; *c; ++c)
+    if (*c == '/') base = c + 1;
+  const char* deny[] = {"libc.so", "libc-", "ld-linux", "ld64.so", "libpthread", "libwhymiss",
+                        "libZydis", "linux-vdso", "linux-gate", "libstdc++", "libgcc_s"};
+  for (const char* d : deny)
+    if (strncmp(base, d, strlen(d)) == 0) return true;
+  return false;
+}
+
 
 }  // namespace whymiss::soft::detail

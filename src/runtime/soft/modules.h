@@ -48,6 +48,15 @@ const CodeSegment* find_segment(const ModuleTable& t, uint64_t ip);
 // The function of `m` containing ip, clamped to `seg`; false if no symbol covers ip.
 bool find_function(const Module& m, const CodeSegment& seg, uint64_t ip, FunctionRange* out);
 
+// Code no breakpoint (0xCC) may ever go into. The kernel kills a thread that traps with SIGTRAP
+// blocked (force_sig resets the handler to SIG_DFL): libc and the dynamic loader run with every
+// signal blocked at times (pthread_create, fork, posix_spawn internals), and the runtime's own
+// handlers run with SIGTRAP blocked or would trap inside themselves. True for ips in no known
+// module, in libc, libpthread, the dynamic loader, the vDSO, the runtime's libraries (libwhymiss*,
+// Zydis, libstdc++, libgcc_s) and in the module holding `own_ip` (the caller's code) unless that
+// is the main program (tests link the runtime statically). Async-signal-safe.
+bool breakpoint_forbidden(uint64_t ip, uint64_t own_ip);
+
 // Exposed for tests: parses the function symbols of an ELF image held in memory. Writes up to
 // `cap` ranges (st_value + bias, end from st_size) into out, sorted and deduplicated, and
 // returns how many there are (which may exceed cap: call again with more room). Zero-sized

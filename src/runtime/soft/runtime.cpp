@@ -481,6 +481,7 @@ void start_trace() {
     long n = std::atol(v);
     if (n >= 1 && n <= 1000) tc.budget_permille = uint32_t(n);
   }
+  if (const char* v = std::getenv("WHYMISS_TRACE_RUNS"); v && std::strcmp(v, "0") == 0) tc.runs = false;
   if (const char* v = std::getenv("WHYMISS_LOCK_PERIOD_TICKS"); v && *v) {
     long n = std::atol(v);
     if (n >= 1 && n <= 1'000'000) tc.lock_period_ticks = uint32_t(n);
@@ -500,6 +501,7 @@ void start_trace() {
   const int e = soft::trace::init(tc, object_of, own.lo, own.hi);
   if (e == 0) {
     sig::reserve(SIGTRAP);
+    if (tc.runs) sig::keep_unblocked(SIGTRAP);  // runs put int3 breakpoints in the program's code
     g.trace_on = true;
     return;
   }

@@ -21,7 +21,9 @@
 
 #include "runtime/soft/decode.h"
 #include "runtime/soft/modules.h"
+#include "runtime/soft/proc_self.h"
 #include "runtime/soft/sigtrap.h"
+#include "runtime/soft/trace_patches.h"
 
 namespace whymiss::soft::trace {
 namespace {
@@ -68,8 +70,13 @@ struct State {
   std::atomic<bool> stopped{false};
   std::atomic<uint64_t> step_cost_ns{0};
   std::atomic<uint64_t> window_cost_ns{0};  // what a window costs its thread (measured)
+  std::atomic<bool> cost_measured{false};   // the costs above are measures, not the guess
   uint32_t sketch_target = 0;  // bits set in a sketch once target_lines distinct lines were seen
   std::atomic<uint64_t> epochs{0}, dropped{0}, stray{0};
+  // Runs (trace.h): whether this epoch may put breakpoints (no thread blocked SIGTRAP when it
+  // opened), and counts for the note.
+  std::atomic<bool> runs_now{false};
+  std::atomic<uint64_t> run_traps{0}, run_steps{0}, single_steps{0};
   // Collector only.
   uint64_t last_tick = 0;
   uint64_t ticks = 0;
@@ -83,6 +90,7 @@ State g_state;
 
 constexpr uint32_t kSketchBits = 16384;
 constexpr uint64_t kHoldNs = 1'000'000'000;
+constexpr uint64_t kRunLostNs = 50'000'000;
 
 // stepping: one more / one fewer window of epoch e being stepped (lock-free: signal handlers).
 void stepping_add(uint32_t e, int d) {
@@ -117,8 +125,14 @@ struct Thread {
   uint64_t after_syscall;
   // A system call was stepped over since the last recorded access (kTraceAfterSyscall).
   bool syscalled;
+  // Runs: the thread runs natively towards a breakpoint (TF clear), since last_trap_ns.
+  bool running;
+  uint64_t last_trap_ns;
 };
 __thread Thread t_tr __attribute__((tls_model("initial-exec")));
+// Inside on_sigtrap's window path: a breakpoint met meanwhile (only possible where the handler's
+// own code was patched, i.e. in tests that link the runtime into the program) is only taken.
+__thread bool t_in_handler __attribute__((tls_model("initial-exec")));
 }  // namespace
 __thread LockMarks t_lock_marks __attribute__((tls_model("initial-exec")));
 std::atomic<uint32_t> g_lock_period{0};
@@ -185,17 +199,20 @@ void end_window(Window& w, profile::TraceEnd why, ucontext_t* uc) {
   if (steps >= 1000 && cpu > w.start_cpu_ns) {
     // What a step and a window cost as this window measured them, in the thread's CPU time (a
     // system call that blocked while stepped over costs the program nothing of ours), averaged
-    // with the previous estimates (threads ending at once may lose an update: harmless).
+    // with the previous measures (threads ending at once may lose an update: harmless). The
+    // first measure replaces the configured guess, which runs can beat five- to tenfold.
     const uint64_t spent = cpu - w.start_cpu_ns;
-    const uint64_t old = g_state.step_cost_ns.load(std::memory_order_relaxed);
+    const bool first = !g_state.cost_measured.exchange(true, std::memory_order_relaxed);
+    const uint64_t old = first ? spent / steps : g_state.step_cost_ns.load(std::memory_order_relaxed);
     g_state.step_cost_ns.store((old * 3 + spent / steps) / 4, std::memory_order_relaxed);
-    const uint64_t wold = g_state.window_cost_ns.load(std::memory_order_relaxed);
+    const uint64_t wold = first ? spent : g_state.window_cost_ns.load(std::memory_order_relaxed);
     g_state.window_cost_ns.store((wold * 3 + spent) / 4, std::memory_order_relaxed);
   }
   t_tr.window = 0;
   t_lock_marks.stepping = 0;
   t_tr.left = 0;
   t_tr.after_syscall = 0;
+  t_tr.running = false;
 }
 
 // Whether the system call the thread is about to make can be stepped over: the kernel enters
@@ -221,25 +238,150 @@ bool steppable_syscall(const ucontext_t* uc) {
 
 profile::TraceEnd append_operands(const MemAccess& m, uint64_t rip, Window& w);
 
-// Records the instruction at rip (about to run). Returns the reason the window must end before
-// it, or Done (meaning: go on).
-profile::TraceEnd record(ucontext_t* uc, Window& w) {
-  const uint64_t rip = uint64_t(uc->uc_mcontext.gregs[REG_RIP]);
+// The instruction's bytes as the program has them (a breakpoint of ours replaced by the original
+// byte), at most 15 and never past its code segment; 0 outside every module (JIT code?).
+size_t code_at(uint64_t ip, uint8_t* buf) {
   const detail::ModuleTable* t = detail::current_modules();
-  if (!t || !detail::find_segment(*t, rip)) return profile::TraceEnd::Undecodable;  // JIT code?
-  RegisterView rv{uc, t_tr.fs, t_tr.gs};
-  MemAccess m;
-  const DecodeStatus st = decode_at(rip, rv, &m);
+  const detail::CodeSegment* seg = t ? detail::find_segment(*t, ip) : nullptr;
+  if (!seg) return 0;
+  const size_t n = seg->hi - ip < 15 ? size_t(seg->hi - ip) : 15;
+  const auto* p = reinterpret_cast<const uint8_t*>(ip);
+  for (size_t i = 0; i < n; ++i) buf[i] = p[i];
+  if (n && buf[0] == 0xCC) patches::original_byte(ip, &buf[0]);
+  return n;
+}
+
+// One instruction recorded, and maybe the end of the window: counts it, and when the window's
+// steps run out goes on or ends it (see Config::target_lines). False when the window ended.
+bool spend(Window& w, ucontext_t* uc) {
+  State& s = g_state;
+  w.steps.fetch_add(1, std::memory_order_relaxed);
+  if (--t_tr.left != 0) return true;
+  // Not yet past the L1 in distinct lines, and still finding new ones (at least 1/64 of the
+  // target in the last stretch: a loop whose footprint stopped growing gains nothing by going
+  // on): a quarter more, up to max_steps.
+  const uint32_t steps = w.steps.load(std::memory_order_relaxed);
+  const bool growing = t_tr.ones - t_tr.ones_before >= s.sketch_target / 64 + 1;
+  if (s.sketch_target && t_tr.ones < s.sketch_target && growing && steps < s.cfg.max_steps) {
+    const uint32_t more = s.cfg.steps / 4 ? s.cfg.steps / 4 : 1;
+    t_tr.left = s.cfg.max_steps - steps < more ? s.cfg.max_steps - steps : more;
+    t_tr.ones_before = t_tr.ones;
+    return true;
+  }
+  end_window(w, profile::TraceEnd::Done, uc);
+  return false;
+}
+
+// Single-steps the decoded instruction at ip (about to run): records it and sets TF, as every
+// step did before runs. Returns the reason the window must end before it, or Done.
+profile::TraceEnd step_one(ucontext_t* uc, Window& w, uint64_t ip, DecodeStatus st, const MemAccess& m) {
   if (m.step_stop == kStepSyscall) {
     if (!steppable_syscall(uc)) return profile::TraceEnd::Syscall;
-    t_tr.after_syscall = rip + m.length;
+    t_tr.after_syscall = ip + m.length;
     t_tr.syscalled = true;
   }
   if (m.step_stop == kStepFlags) return profile::TraceEnd::Flags;
   if (m.step_stop == kStepKernel) return profile::TraceEnd::Syscall;
   if (st == DecodeStatus::BadBytes) return profile::TraceEnd::Undecodable;
-  if (st != DecodeStatus::Ok) return profile::TraceEnd::Done;
-  return append_operands(m, rip, w);
+  if (st == DecodeStatus::Ok) {
+    const profile::TraceEnd why = append_operands(m, ip, w);
+    if (why != profile::TraceEnd::Done) return why;
+  }
+  g_state.single_steps.fetch_add(1, std::memory_order_relaxed);
+  // A plain breakpoint on ip: its copy runs (stepped: the trap comes at its jump back) whether
+  // or not the window goes on.
+  uc->uc_mcontext.gregs[REG_RIP] = greg_t(patches::resume_at(ip));
+  if (spend(w, uc)) {
+    uc->uc_mcontext.gregs[REG_EFL] |= kTrapFlag;
+    t_tr.running = false;
+  }
+  return profile::TraceEnd::Done;
+}
+
+// The thread, in a window, is about to run the instruction at rip. Records what it runs next
+// and arranges the next trap (see trace.h, "Runs"): control transfers the handler can take are
+// taken here; straight-line code up to the next one runs natively once its accesses are
+// recorded, with a breakpoint on that transfer; anything else is single-stepped. Returns the
+// reason the window must end before rip, or Done (the window may have ended by its steps).
+profile::TraceEnd advance(ucontext_t* uc, Window& w) {
+  constexpr uint32_t kMaxRun = 48;  // instructions recorded ahead of one breakpoint
+  State& s = g_state;
+  const bool runs = s.runs_now.load(std::memory_order_relaxed);
+  const RegisterView rv{uc, t_tr.fs, t_tr.gs};
+  uint8_t code[15];
+  for (;;) {
+    const uint64_t ip = uint64_t(uc->uc_mcontext.gregs[REG_RIP]);
+    const size_t n = code_at(ip, code);
+    if (!n) return profile::TraceEnd::Undecodable;
+    MemAccess m;
+    RunInfo run;
+    const DecodeStatus st = decode_step(code, n, ip, rv, &m, &run);
+    const bool transfer = run.role == kRunBranch ||
+                          ((run.role == kRunCall || run.role == kRunRet) && patches::calls_allowed());
+    if (transfer) {  // taken here whether or not this epoch arms breakpoints
+      // A call's return slot and a ret's are stack slots: counted as skipped, as when stepped.
+      if (st == DecodeStatus::Ok) {
+        const profile::TraceEnd why = append_operands(m, ip, w);
+        if (why != profile::TraceEnd::Done) return why;
+      }
+      patches::take(ip, m.length, run, uc);
+      if (!spend(w, uc)) return profile::TraceEnd::Done;
+      continue;
+    }
+    if (!runs || run.role != kRunPlain || st == DecodeStatus::BadBytes) return step_one(uc, w, ip, st, m);
+    // Straight-line code from ip: every instruction whose addresses use no register an earlier
+    // one of the stretch writes is recorded now, from the registers as they are; the stretch
+    // must end at a control transfer that can carry a breakpoint, else ip is single-stepped.
+    MemAccess ahead[kMaxRun];
+    uint64_t at[kMaxRun];
+    ahead[0] = m;
+    at[0] = ip;
+    uint32_t k = 1, written = run.written_regs;
+    uint64_t j = ip + m.length;
+    bool armed = false;
+    while (k < kMaxRun) {
+      uint8_t c2[15];
+      const size_t n2 = code_at(j, c2);
+      if (!n2) break;
+      MemAccess m2;
+      RunInfo r2;
+      if (decode_step(c2, n2, j, rv, &m2, &r2) == DecodeStatus::BadBytes) break;
+      if (r2.role == kRunBranch || r2.role == kRunCall || r2.role == kRunRet) {
+        armed = patches::insert(j, c2, m2.length, r2);
+        break;
+      }
+      if (r2.role != kRunPlain) break;
+      if (r2.address_regs & written) {  // its address is known only once the stretch ran
+        armed = patches::insert(j, c2, m2.length, r2);
+        break;
+      }
+      ahead[k] = m2;
+      at[k] = j;
+      ++k;
+      written |= r2.written_regs;
+      j += m2.length;
+      if (k == kMaxRun) {  // long enough: j starts the next stretch
+        const size_t n3 = code_at(j, c2);
+        armed = n3 && decode_step(c2, n3, j, rv, &m2, &r2) != DecodeStatus::BadBytes &&
+                patches::insert(j, c2, m2.length, r2);
+      }
+    }
+    if (!armed) return step_one(uc, w, ip, st, m);
+    s.run_traps.fetch_add(1, std::memory_order_relaxed);
+    s.run_steps.fetch_add(k, std::memory_order_relaxed);
+    for (uint32_t i = 0; i < k; ++i) {
+      if (ahead[i].count) {
+        const profile::TraceEnd why = append_operands(ahead[i], at[i], w);
+        if (why != profile::TraceEnd::Done) return why;
+      }
+      if (!spend(w, uc)) return profile::TraceEnd::Done;  // the rest runs unrecorded
+    }
+    uc->uc_mcontext.gregs[REG_EFL] &= ~kTrapFlag;
+    uc->uc_mcontext.gregs[REG_RIP] = greg_t(patches::resume_at(ip));
+    t_tr.running = true;
+    t_tr.last_trap_ns = now_ns();
+    return profile::TraceEnd::Done;
+  }
 }
 
 // The instruction a stepped-over system call returned to ran before this trap (see
@@ -304,11 +446,55 @@ void not_ours(siginfo_t* si, ucontext_t* uc) {
   else sigtrap_default_action(si, uc);
 }
 
+// Steps of the window the thread is in, from a trap at an instruction not yet run.
+void window_trap(ucontext_t* uc, bool after_step) {
+  State& s = g_state;
+  Window& w = s.windows[t_tr.window - 1];
+  if (s.stopped.load(std::memory_order_relaxed)) {
+    end_window(w, profile::TraceEnd::Stopped, uc);
+    return;
+  }
+  t_in_handler = true;
+  // A single step of an out-of-line copy ends at its jump back: the program is after the original.
+  if (uint64_t next = 0; after_step && patches::after_copy(uint64_t(uc->uc_mcontext.gregs[REG_RIP]), &next))
+    uc->uc_mcontext.gregs[REG_RIP] = greg_t(next);
+  profile::TraceEnd why = profile::TraceEnd::Done;
+  if (t_tr.after_syscall) {
+    if (after_step) why = record_after_syscall(uc, w);
+    else t_tr.after_syscall = 0;  // a breakpoint on the instruction after it: not run yet
+  }
+  if (why == profile::TraceEnd::Done) why = advance(uc, w);
+  if (why != profile::TraceEnd::Done && t_tr.window) end_window(w, why, uc);
+  t_in_handler = false;
+}
+
+// An int3 at rip - 1 that is a breakpoint of ours (true), or not (false: someone else's).
+bool on_breakpoint(ucontext_t* uc) {
+  const uint64_t ip = uint64_t(uc->uc_mcontext.gregs[REG_RIP]) - 1;
+  const patches::Entry* e = patches::find(ip);
+  if (!e) return false;
+  uc->uc_mcontext.gregs[REG_RIP] = greg_t(ip);  // the instruction there has not run
+  if (__atomic_load_n(reinterpret_cast<const uint8_t*>(ip), __ATOMIC_ACQUIRE) != 0xCC) {
+    patches::count_stray();  // removed since the trap: the original instruction runs now
+    return true;
+  }
+  if (t_in_handler || !t_tr.window) {
+    patches::take(*e, uc);
+    return true;
+  }
+  window_trap(uc, /*after_step=*/false);
+  return true;
+}
+
 void on_sigtrap(int, siginfo_t* si, void* ctx) {
   const int saved_errno = errno;
   auto* uc = static_cast<ucontext_t*>(ctx);
   State& s = g_state;
-  if (si->si_code != TRAP_TRACE) {
+  if (si->si_code == SI_KERNEL && on_breakpoint(uc)) {
+    errno = saved_errno;
+    return;
+  }
+  if (si->si_code != TRAP_TRACE || t_in_handler) {
     not_ours(si, uc);
     errno = saved_errno;
     return;
@@ -326,31 +512,7 @@ void on_sigtrap(int, siginfo_t* si, void* ctx) {
     errno = saved_errno;
     return;
   }
-  Window& w = s.windows[t_tr.window - 1];
-  if (s.stopped.load(std::memory_order_relaxed)) {
-    end_window(w, profile::TraceEnd::Stopped, uc);
-    errno = saved_errno;
-    return;
-  }
-  w.steps.fetch_add(1, std::memory_order_relaxed);
-  profile::TraceEnd why = t_tr.after_syscall ? record_after_syscall(uc, w) : profile::TraceEnd::Done;
-  if (why == profile::TraceEnd::Done) why = record(uc, w);
-  if (why != profile::TraceEnd::Done) {
-    end_window(w, why, uc);
-  } else if (--t_tr.left == 0) {
-    // Not yet past the L1 in distinct lines, and still finding new ones (at least 1/64 of the
-    // target in the last stretch: a loop whose footprint stopped growing gains nothing by
-    // going on): a quarter more, up to max_steps.
-    const uint32_t steps = w.steps.load(std::memory_order_relaxed);
-    const bool growing = t_tr.ones - t_tr.ones_before >= s.sketch_target / 64 + 1;
-    if (s.sketch_target && t_tr.ones < s.sketch_target && growing && steps < s.cfg.max_steps) {
-      const uint32_t more = s.cfg.steps / 4 ? s.cfg.steps / 4 : 1;
-      t_tr.left = s.cfg.max_steps - steps < more ? s.cfg.max_steps - steps : more;
-      t_tr.ones_before = t_tr.ones;
-    } else {
-      end_window(w, profile::TraceEnd::Done, uc);
-    }
-  }
+  window_trap(uc, /*after_step=*/true);
   errno = saved_errno;
 }
 
@@ -425,8 +587,17 @@ int init(const Config& c, ObjectLookup lookup, uint64_t own_lo, uint64_t own_hi)
   s.epochs.store(0);
   s.dropped.store(0);
   s.stray.store(0);
+  if (c.runs) {
+    if (const int e = patches::init(reinterpret_cast<uint64_t>(&on_sigtrap)); e != 0) return e;
+    set_patched_byte(patches::original_byte);
+  }
+  s.runs_now.store(false);
+  s.run_traps.store(0);
+  s.run_steps.store(0);
+  s.single_steps.store(0);
   s.step_cost_ns.store(c.step_cost_ns);
   s.window_cost_ns.store(uint64_t(c.steps) * c.step_cost_ns);
+  s.cost_measured.store(false);
   // Linear counting: n distinct lines set m (1 - e^(-n/m)) of m bits on average.
   s.sketch_target = c.target_lines
                         ? uint32_t(double(kSketchBits) * (1.0 - std::exp(-double(c.target_lines) / kSketchBits)))
@@ -443,7 +614,10 @@ int init(const Config& c, ObjectLookup lookup, uint64_t own_lo, uint64_t own_hi)
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_sigtrap;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    // SA_NODEFER: a breakpoint met inside the handler (tests that link the runtime into the
+    // program, whose code may carry breakpoints) traps again instead of killing the thread, and
+    // is taken (t_in_handler).
+    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
     // Every asynchronous signal waits while a step is recorded (the records are per thread and
     // not re-entrant); synchronous ones cannot be blocked usefully.
     sigfillset(&sa.sa_mask);
@@ -473,7 +647,7 @@ bool start_here(ucontext_t* uc, uint32_t thread_index, uint64_t fs_base, uint64_
   w.start_cpu_ns = thread_cpu_ns();
   w.thread = thread_index;
   w.epoch = e;
-  w.steps.store(1, std::memory_order_relaxed);
+  w.steps.store(0, std::memory_order_relaxed);
   w.dropped.store(0, std::memory_order_relaxed);
   w.skipped.store(0, std::memory_order_relaxed);
   w.end.store(uint32_t(profile::TraceEnd::Stopped), std::memory_order_relaxed);
@@ -482,7 +656,8 @@ bool start_here(ucontext_t* uc, uint32_t thread_index, uint64_t fs_base, uint64_
   stepping_add(e, +1);
   t_tr.window = idx + 1;
   t_lock_marks.stepping = 1;
-  t_tr.left = s.cfg.steps - 1;
+  t_tr.left = s.cfg.steps;
+  t_tr.running = false;
   t_tr.after_syscall = 0;
   t_tr.syscalled = false;
   if (s.sketch_target) {
@@ -491,13 +666,11 @@ bool start_here(ucontext_t* uc, uint32_t thread_index, uint64_t fs_base, uint64_
   }
   t_tr.fs = fs_base;
   t_tr.gs = gs_base;
-  const profile::TraceEnd why = record(uc, w);
-  if (why != profile::TraceEnd::Done || t_tr.left == 0) {
-    end_window(w, why, uc);
-    return false;
-  }
-  uc->uc_mcontext.gregs[REG_EFL] |= kTrapFlag;
-  return true;
+  t_in_handler = true;
+  const profile::TraceEnd why = advance(uc, w);
+  t_in_handler = false;
+  if (why != profile::TraceEnd::Done && t_tr.window) end_window(w, why, uc);
+  return t_tr.window != 0;
 }
 
 bool tracing() { return t_tr.window != 0; }
@@ -561,8 +734,12 @@ bool export_locks(profile::LockInfoRecord* out) {
 }
 
 void check_lost(ucontext_t* uc) {
-  if (t_tr.window && !(uc->uc_mcontext.gregs[REG_EFL] & kTrapFlag))
-    end_window(g_state.windows[t_tr.window - 1], profile::TraceEnd::Lost, uc);
+  if (!t_tr.window) return;
+  // A thread running towards a breakpoint traps within microseconds unless it left the code
+  // the run was recorded for (a program's handler that left by siglongjmp) or was descheduled.
+  const bool lost = t_tr.running ? now_ns() - t_tr.last_trap_ns > kRunLostNs
+                                 : !(uc->uc_mcontext.gregs[REG_EFL] & kTrapFlag);
+  if (lost) end_window(g_state.windows[t_tr.window - 1], profile::TraceEnd::Lost, uc);
 }
 
 void tick(uint64_t now) {
@@ -584,6 +761,7 @@ void tick(uint64_t now) {
       cur.handler != reinterpret_cast<void*>(on_sigtrap)) {
     s.stopped.store(true);
     g_lock_period.store(0, std::memory_order_relaxed);
+    patches::remove_all();
     return;
   }
   const uint64_t dt = s.last_tick && now > s.last_tick ? now - s.last_tick : 0;
@@ -604,6 +782,8 @@ void tick(uint64_t now) {
   const double cost = double(s.window_cost_ns.load(std::memory_order_relaxed));
   const double cap = cost * 2 > 1e9 * s.cfg.budget_permille / 1000.0 ? cost * 2 : 1e9 * s.cfg.budget_permille / 1000.0;
   if (s.budget_ns > cap) s.budget_ns = cap;
+  // No window steps: the breakpoints go (a thread outside windows pays a trap at each).
+  if (quiet && patches::live()) patches::remove_all();
   const uint64_t end = s.epoch_end.load(std::memory_order_relaxed);
   if (now <= end) return;  // an epoch is open
   if (now <= end + kHoldNs && stepping_in(s.epoch.load(std::memory_order_relaxed))) return;  // still joinable
@@ -623,6 +803,9 @@ void tick(uint64_t now) {
   } else if (s.cfg.mean_gap_ns && u >= double(dt) / double(s.cfg.mean_gap_ns)) {
     return;
   }
+  // Breakpoints only while no thread blocks SIGTRAP (an int3 would kill it); a thread blocking
+  // it later by a raw system call is not seen (libc's calls are: signal_guard.h).
+  s.runs_now.store(s.cfg.runs && !detail::some_thread_blocks_sigtrap(), std::memory_order_relaxed);
   s.budget_ns -= cost;
   s.charged = cost;
   s.joined.store(0, std::memory_order_relaxed);
@@ -634,13 +817,16 @@ void tick(uint64_t now) {
 void stop() {
   g_state.stopped.store(true, std::memory_order_seq_cst);
   g_lock_period.store(0, std::memory_order_relaxed);
+  patches::remove_all();
 }
 
 void forget_after_fork() {
   g_state.stopped.store(true);
   g_lock_period.store(0, std::memory_order_relaxed);
   t_tr.window = 0;
+  t_tr.running = false;
   t_lock_marks.stepping = 0;
+  patches::remove_all(/*in_child=*/true);
 }
 
 size_t window_count() {
@@ -716,6 +902,13 @@ Stats stats() {
   st.dropped = s.dropped.load();
   st.stray_traps = s.stray.load();
   st.step_cost_ns = s.step_cost_ns.load();
+  st.single_steps = s.single_steps.load();
+  st.run_traps = s.run_traps.load();
+  st.run_steps = s.run_steps.load();
+  const patches::Stats p = patches::stats();
+  st.breakpoints_armed = p.armed;
+  st.breakpoints_refused = p.refused;
+  st.breakpoint_strays = p.strays;
   return st;
 }
 

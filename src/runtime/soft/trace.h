@@ -18,6 +18,24 @@
 // and when the run ends. Accesses of the runtime's own code and implicit stack slots (push,
 // pop, call, ret: what the exact runtime does not see either) are stepped but not recorded.
 //
+// Runs. A single step costs a debug exception, which a hypervisor may intercept: ~12 us on our
+// Zen 4 Firecracker guest, against ~2.4 us for an int3 (bench/step_cost.c). So at each trap
+// the handler decodes ahead from the instruction about to run. Direct jmp/jcc, direct call and
+// ret it takes itself (sets rip; for call/ret rsp and the return slot, which is not recorded, as
+// before). Straight-line code is recorded ahead, each instruction's accesses from the registers
+// as they are, up to the first instruction whose addresses use a register an earlier one of the
+// stretch writes (a pointer chase: the stretch ends there, the next starts with it) or that is
+// no plain fall-through (syscall, rep string, indirect jump: single-stepped as before); if the
+// stretch ends at a control transfer, that gets a breakpoint (trace_patches.h) and the stretch
+// runs natively with TF clear, one trap for up to 48 instructions. Breakpoints stay while
+// windows step and go when none does (tick) or at stop(); threads outside windows that meet one
+// have it taken for them. Not in libc, the loader, the vDSO or the runtime's own libraries
+// (their code runs with SIGTRAP blocked at times), and not in an epoch that opened while a
+// thread blocked SIGTRAP (/proc/self/task/*/status). What differs from single-stepping: the
+// accesses of a stretch are recorded (timestamped) before any of it runs; a program's handler
+// interrupting the stretch sees its accesses recorded after; a thread that leaves the stretch
+// by siglongjmp is lost at its next sample, as one whose TF was cleared.
+//
 // Division of labour with the soft runtime (soft/runtime.cpp): the runtime calls init() once,
 // start_here() from its task-clock handler, tick() from its collector thread, stop() and the
 // exports at the end, forget_after_fork() in a child. This module owns SIGTRAP: init() installs
@@ -55,8 +73,10 @@ struct Config {
   uint32_t target_lines = 0;
   uint32_t max_steps = 100000;
   uint32_t line_shift = 6;
-  // Trap time per thread as a share of wall time (per mille). A step costs ~7-18 us here.
-  uint32_t budget_permille = 50;
+  // Trap time per thread as a share of wall time (per mille). A single step costs ~7-18 us
+  // here; with runs an instruction ~1 us, so 2 % buys windows 2-4 times as often as 5 % did
+  // before runs, at less than half the time (bench/README.md, "Runs").
+  uint32_t budget_permille = 20;
   // What one step is assumed to cost before any window measured it (then: the last windows').
   uint32_t step_cost_ns = 12000;
   // An epoch stays open this long, and after that while one of its windows is still being
@@ -74,6 +94,10 @@ struct Config {
   // LockMarks below); 1 = every tick outside epochs (WHYMISS_LOCK_PERIOD_TICKS, for tests
   // that must see the accounting path taken).
   uint32_t lock_period_ticks = 32;
+  // Runs (see the top of this file): straight-line code runs natively between breakpoints
+  // instead of being single-stepped. false: every instruction is single-stepped
+  // (WHYMISS_TRACE_RUNS=0), as before runs.
+  bool runs = true;
   uint32_t max_windows = 8192;
   uint32_t max_accesses = 1u << 21;  // 64 MiB of address space, touched as used
   uint64_t seed = 1;
@@ -160,7 +184,11 @@ struct Stats {
   uint64_t accesses = 0;
   uint64_t dropped = 0;        // accesses not stored (store full)
   uint64_t stray_traps = 0;    // TRAP_TRACE outside a window (TF restored by a popf): cleared
-  uint64_t step_cost_ns = 0;   // the current estimate of one step's cost
+  uint64_t step_cost_ns = 0;   // the current estimate of one step's cost (per instruction)
+  uint64_t single_steps = 0;   // instructions single-stepped (trap flag)
+  uint64_t run_traps = 0;      // stretches recorded ahead and run natively (one trap each) ...
+  uint64_t run_steps = 0;      // ... and their instructions
+  uint64_t breakpoints_armed = 0, breakpoints_refused = 0, breakpoint_strays = 0;
 };
 Stats stats();
 

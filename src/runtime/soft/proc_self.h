@@ -1,0 +1,16 @@
+// What the soft collectors read about their own process from /proc/self, with stack buffers
+// and system calls only: async-signal-safe, never allocating.
+#pragma once
+#include <cstdint>
+
+namespace whymiss::soft::detail {
+
+// Protection (PROT_*) of the mapping containing addr (/proc/self/maps): 0, or an errno (ENOENT:
+// no mapping).
+int mapping_prot(uint64_t addr, int* prot);
+
+// Whether a thread of the process has SIGTRAP blocked now (SigBlk in /proc/self/task/*/status):
+// it would be killed by an int3. Errors count as "blocked".
+bool some_thread_blocks_sigtrap();
+
+}  // namespace whymiss::soft::detail
