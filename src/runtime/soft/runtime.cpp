@@ -496,6 +496,14 @@ void start_trace() {
   // another steps would get the process killed): traps that are not ours go to what it asked.
   tc.forward = sig::forward;
   tc.program_owns = [] { return sig::program_claimed(SIGTRAP); };
+  tc.identify = [](uint32_t* index, uint64_t* fs, uint64_t* gs) {
+    ThreadState* t = t_state;
+    if (!t || t_in_runtime || t_collector || g.state.load(std::memory_order_relaxed) != kRecording) return false;
+    *index = t->index;
+    *fs = t->fs_base;
+    *gs = t->gs_base;
+    return true;
+  };
   CodeRange own{reinterpret_cast<uint64_t>(&find_own_code), 0, 0};
   dl_iterate_phdr(find_own_code, &own);
   const int e = soft::trace::init(tc, object_of, own.lo, own.hi);

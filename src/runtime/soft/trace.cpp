@@ -479,6 +479,17 @@ bool on_breakpoint(ucontext_t* uc) {
     return true;
   }
   if (t_in_handler || !t_tr.window) {
+    // A running thread that has not joined the open epoch joins here (Config::identify); its
+    // first advance() takes the instruction, which moves rip.
+    const State& s = g_state;
+    const uint32_t epoch = s.epoch.load(std::memory_order_acquire);
+    uint32_t index = 0;
+    uint64_t fs = 0, gs = 0;
+    if (!t_in_handler && s.cfg.identify && epoch != 0 && epoch != t_tr.last_epoch &&
+        s.cfg.identify(&index, &fs, &gs)) {
+      start_here(uc, index, fs, gs);
+      if (uint64_t(uc->uc_mcontext.gregs[REG_RIP]) != ip) return true;
+    }
     patches::take(*e, uc);
     return true;
   }

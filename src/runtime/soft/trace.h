@@ -107,6 +107,12 @@ struct Config {
   // (the program asked for SIGTRAP: it may step itself); otherwise it is a stray TF of ours.
   void (*forward)(int, siginfo_t*, void*) = nullptr;
   bool (*program_owns)() = nullptr;
+  // The calling thread's index and segment bases (false: not a thread of the program's that
+  // may step). A thread that meets a breakpoint of an open epoch it has not joined joins it
+  // there, as start_here() from a sample: with runs a window lasts ~10-30 ms, and a thread
+  // trapping on another's breakpoints took its next sample up to 13 ms late (measured). Null:
+  // threads join from samples only. Async-signal-safe.
+  bool (*identify)(uint32_t* thread_index, uint64_t* fs_base, uint64_t* gs_base) = nullptr;
 };
 
 // Heap object containing addr (serial, 0 if none); async-signal-safe.
