@@ -351,7 +351,11 @@ struct Node {
   Node* next;
   uint64_t pad[7];
 };
-__attribute__((noinline)) uint64_t leaf(volatile uint64_t* a, int i) { return a[i & 63] += uint64_t(i); }
+__attribute__((noinline)) uint64_t leaf(volatile uint64_t* a, int i) {
+  const uint64_t v = a[i & 63] + uint64_t(i);
+  a[i & 63] = v;
+  return v;
+}
 __attribute__((noinline)) uint64_t mixed(volatile uint64_t* a, Node* head, uint8_t* dst, const uint8_t* src) {
   uint64_t sum = 0;
   for (int i = 0; i < 64; ++i) sum += leaf(a, i * 7);
@@ -359,7 +363,7 @@ __attribute__((noinline)) uint64_t mixed(volatile uint64_t* a, Node* head, uint8
   size_t len = 100;
   asm volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(len) : : "memory");
   sum += uint64_t(syscall(SYS_getuid)) & 1;  // the same in a forked child
-  for (int i = 0; i < 32; ++i) a[(i * 5) & 63] ^= sum;
+  for (int i = 0; i < 32; ++i) a[(i * 5) & 63] = a[(i * 5) & 63] ^ sum;
   return sum;
 }
 

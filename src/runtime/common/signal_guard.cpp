@@ -186,8 +186,8 @@ int raw_sigmask(int how, const sigset_t* set, sigset_t* old) {
   sigset_t buf;
   if (set) {
     buf = *set;
-    sigdelset(&buf, 32);
-    sigdelset(&buf, 33);
+    // Signals 32 and 33 are bits 31 and 32 of the kernel's mask (glibc's sigdelset refuses them).
+    reinterpret_cast<unsigned long*>(&buf)[0] &= ~((1ul << 31) | (1ul << 32));
     set = &buf;
   }
   return int(syscall(SYS_rt_sigprocmask, how, set, old, size_t(8)));

@@ -184,7 +184,7 @@ int int3_patch(uint32_t slot, uint32_t w, uint64_t ip) {
     // Walk it now, from the original bytes (the result does not matter).
     decode_previous(ip + len, rv, &m);
   }
-  if (soft::detail::some_thread_blocks_sigtrap()) {
+  if (soft::detail::some_thread_refuses_int3()) {
     s.sigtrap_blocked.fetch_add(1, std::memory_order_relaxed);
     return EAGAIN;  // not now (the window is not armed; the candidate gets its turn again)
   }

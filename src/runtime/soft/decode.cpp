@@ -359,6 +359,10 @@ uint8_t run_role(const ZydisDecodedInstruction& in, const ZydisDecodedOperand* o
       break;
   }
   if (in.address_width != 64) return kRunStop;  // a 32-bit rip or stack would need care
+  // Far transfers (lret, ljmp, lcall: Zydis names them RET/JMP/CALL) change cs too.
+  if ((in.mnemonic == ZYDIS_MNEMONIC_RET || in.mnemonic == ZYDIS_MNEMONIC_JMP ||
+       in.mnemonic == ZYDIS_MNEMONIC_CALL) && in.meta.branch_type != ZYDIS_BRANCH_TYPE_NEAR)
+    return kRunStop;
   const int cond = jcc_condition(in.mnemonic);
   if (cond >= 0 || in.mnemonic == ZYDIS_MNEMONIC_JMP) {
     if (!relative_target(in, ops, ip, &run->target)) return kRunStop;
@@ -375,6 +379,11 @@ uint8_t run_role(const ZydisDecodedInstruction& in, const ZydisDecodedOperand* o
     }
     return kRunRet;
   }
+  // Any other transfer (jrcxz, loop, indirect): stepped.
+  if ((in.attributes & ZYDIS_ATTRIB_IS_RELATIVE) || in.meta.category == ZYDIS_CATEGORY_COND_BR ||
+      in.meta.category == ZYDIS_CATEGORY_UNCOND_BR || in.meta.category == ZYDIS_CATEGORY_CALL ||
+      in.meta.category == ZYDIS_CATEGORY_RET)
+    return kRunStop;
   for (int i = 0; i < in.operand_count; ++i) {
     const ZydisDecodedOperand& op = ops[i];
     if (op.type == ZYDIS_OPERAND_TYPE_MEMORY && op.mem.type == ZYDIS_MEMOP_TYPE_VSIB) return kRunStop;
@@ -406,7 +415,9 @@ DecodeStatus decode_step(const uint8_t* code, size_t len, uint64_t ip, const Reg
     if (op.type == ZYDIS_OPERAND_TYPE_MEMORY &&
         (op.mem.base == ZYDIS_REGISTER_RIP || op.mem.base == ZYDIS_REGISTER_EIP))
       run->rip_relative = true;
-    if (op.type == ZYDIS_OPERAND_TYPE_MEMORY && op.mem.type != ZYDIS_MEMOP_TYPE_AGEN) {
+    // An implicit stack slot's address is never recorded (MemOperand::stack), so it needs no
+    // register the stretch must know: push; push runs as one stretch.
+    if (op.type == ZYDIS_OPERAND_TYPE_MEMORY && op.mem.type != ZYDIS_MEMOP_TYPE_AGEN && !is_stack_slot(op)) {
       const int b = gpr_id(op.mem.base), x = gpr_id(op.mem.index);
       if (b >= 0) run->address_regs |= 1u << b;
       if (x >= 0) run->address_regs |= 1u << x;

@@ -110,7 +110,8 @@ struct RunInfo {
   uint16_t pop = 0;          // kRunRet: bytes `ret imm16` releases beyond the return address
   uint64_t target = 0;       // kRunBranch, kRunCall: the destination
   uint32_t address_regs = 0; // GPRs (bit per GPR64 id: rax rcx rdx rbx rsp rbp rsi rdi r8..r15)
-                             // the memory operands' addresses read, rsp for stack slots
+                             // the recorded memory operands' addresses read (not implicit
+                             // stack slots: push, pop, call, ret; their addresses go unrecorded)
   uint32_t written_regs = 0; // GPRs it writes, any width, hidden operands included
   bool rip_relative = false; // an operand is addressed relative to rip (it cannot run elsewhere)
 };

@@ -46,7 +46,7 @@ int mapping_prot(uint64_t addr, int* prot) {
   return found ? 0 : ENOENT;
 }
 
-bool some_thread_blocks_sigtrap() {
+bool some_thread_refuses_int3() {
   const int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0) return true;
   bool blocked = false;
@@ -67,19 +67,32 @@ bool some_thread_blocks_sigtrap() {
       memcpy(path + len, "/status", 8);
       const int fd = open(path, O_RDONLY | O_CLOEXEC);
       if (fd < 0) continue;  // exited meanwhile
-      char buf[2048];
-      const ssize_t r = read(fd, buf, sizeof buf - 1);
+      // The whole file (a long Groups: line can push SigBlk past 2 KiB).
+      char buf[16384];
+      size_t got = 0;
+      for (ssize_t r; got < sizeof buf - 1 && (r = read(fd, buf + got, sizeof buf - 1 - got)) > 0;)
+        got += size_t(r);
       close(fd);
-      if (r <= 0) continue;
-      buf[r] = 0;
+      if (got == 0) continue;  // exited meanwhile
+      buf[got] = 0;
       const char* p = strstr(buf, "SigBlk:");
-      if (!p) continue;
+      if (!p) {
+        blocked = true;  // cannot tell: assume the worst
+        break;
+      }
       p += 7;
       while (*p == ' ' || *p == '\t') ++p;
       uint64_t mask = 0;
       for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); ++p)
         mask = mask * 16 + uint64_t(*p <= '9' ? *p - '0' : *p - 'a' + 10);
       if (mask & (uint64_t(1) << (SIGTRAP - 1))) blocked = true;
+      // A seccomp filter may kill the thread for the system calls a breakpoint's handler makes
+      // (mprotect, open of /proc/self/maps).
+      if (const char* q = strstr(buf, "Seccomp:")) {
+        q += 8;
+        while (*q == ' ' || *q == '\t') ++q;
+        if (*q != '0') blocked = true;
+      }
     }
     if (blocked) break;
   }

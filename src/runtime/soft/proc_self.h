@@ -9,8 +9,9 @@ namespace whymiss::soft::detail {
 // no mapping).
 int mapping_prot(uint64_t addr, int* prot);
 
-// Whether a thread of the process has SIGTRAP blocked now (SigBlk in /proc/self/task/*/status):
-// it would be killed by an int3. Errors count as "blocked".
-bool some_thread_blocks_sigtrap();
+// Whether a thread of the process has SIGTRAP blocked now (SigBlk in /proc/self/task/*/status:
+// it would be killed by an int3) or runs under seccomp (Seccomp: not 0; a filter may kill it for
+// the system calls the trap's handler makes). Errors and unreadable fields count as "yes".
+bool some_thread_refuses_int3();
 
 }  // namespace whymiss::soft::detail

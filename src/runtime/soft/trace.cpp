@@ -77,11 +77,13 @@ struct State {
   // opened), and counts for the note.
   std::atomic<bool> runs_now{false};
   std::atomic<uint64_t> run_traps{0}, run_steps{0}, single_steps{0};
+  std::atomic<uint64_t> last_run_ns{0};  // when a window last let a stretch run natively
   // Collector only.
   uint64_t last_tick = 0;
   uint64_t ticks = 0;
   uint32_t lock_periods = 0;  // native accounting periods opened (g_lock_period)
   uint64_t first_ns = 0;  // when the first epoch opens (set at the first tick)
+  uint64_t last_mask_check = 0;  // when tick last looked for threads that refuse int3
   double charged = 0;     // what the open epoch was charged (refunded if nobody joined)
   double budget_ns = 0;
   uint64_t rng = 0;
@@ -91,6 +93,8 @@ State g_state;
 constexpr uint32_t kSketchBits = 16384;
 constexpr uint64_t kHoldNs = 1'000'000'000;
 constexpr uint64_t kRunLostNs = 50'000'000;
+constexpr uint64_t kRunIdleNs = 10'000'000;
+constexpr uint64_t kMaskCheckNs = 20'000'000;
 
 // stepping: one more / one fewer window of epoch e being stepped (lock-free: signal handlers).
 void stepping_add(uint32_t e, int d) {
@@ -318,7 +322,7 @@ profile::TraceEnd advance(ucontext_t* uc, Window& w) {
     const DecodeStatus st = decode_step(code, n, ip, rv, &m, &run);
     const bool transfer = run.role == kRunBranch ||
                           ((run.role == kRunCall || run.role == kRunRet) && patches::calls_allowed());
-    if (transfer) {  // taken here whether or not this epoch arms breakpoints
+    if (transfer && s.cfg.runs) {  // taken here whether or not this epoch arms breakpoints
       // A call's return slot and a ret's are stack slots: counted as skipped, as when stepped.
       if (st == DecodeStatus::Ok) {
         const profile::TraceEnd why = append_operands(m, ip, w);
@@ -340,6 +344,12 @@ profile::TraceEnd advance(ucontext_t* uc, Window& w) {
     uint64_t j = ip + m.length;
     bool armed = false;
     while (k < kMaxRun) {
+      // A breakpoint already there (a stretch that started earlier in the block put it) ends
+      // this one too: what follows it is recorded at its trap, not twice.
+      if (patches::live_at(j)) {
+        armed = true;
+        break;
+      }
       uint8_t c2[15];
       const size_t n2 = code_at(j, c2);
       if (!n2) break;
@@ -380,6 +390,7 @@ profile::TraceEnd advance(ucontext_t* uc, Window& w) {
     uc->uc_mcontext.gregs[REG_RIP] = greg_t(patches::resume_at(ip));
     t_tr.running = true;
     t_tr.last_trap_ns = now_ns();
+    s.last_run_ns.store(t_tr.last_trap_ns, std::memory_order_relaxed);
     return profile::TraceEnd::Done;
   }
 }
@@ -390,13 +401,12 @@ profile::TraceEnd record_after_syscall(ucontext_t* uc, Window& w) {
   const uint64_t ip = t_tr.after_syscall;
   t_tr.after_syscall = 0;
   if (uint64_t(uc->uc_mcontext.gregs[REG_RIP]) == ip) return profile::TraceEnd::Done;  // not run yet
-  const detail::ModuleTable* t = detail::current_modules();
-  const detail::CodeSegment* seg = t ? detail::find_segment(*t, ip) : nullptr;
-  if (!seg) return profile::TraceEnd::Done;
   RegisterView rv{uc, t_tr.fs, t_tr.gs};
   MemAccess m;
-  const size_t avail = seg->hi - ip < 15 ? size_t(seg->hi - ip) : 15;
-  if (decode_after_bytes(reinterpret_cast<const uint8_t*>(ip), avail, ip, rv, &m) != DecodeStatus::Ok) {
+  uint8_t code[15];
+  const size_t avail = code_at(ip, code);
+  if (!avail) return profile::TraceEnd::Done;
+  if (decode_after_bytes(code, avail, ip, rv, &m) != DecodeStatus::Ok) {
     if (m.count) w.skipped.fetch_add(m.count, std::memory_order_relaxed);  // clobbered
     return profile::TraceEnd::Done;
   }
@@ -793,8 +803,19 @@ void tick(uint64_t now) {
   const double cost = double(s.window_cost_ns.load(std::memory_order_relaxed));
   const double cap = cost * 2 > 1e9 * s.cfg.budget_permille / 1000.0 ? cost * 2 : 1e9 * s.cfg.budget_permille / 1000.0;
   if (s.budget_ns > cap) s.budget_ns = cap;
-  // No window steps: the breakpoints go (a thread outside windows pays a trap at each).
-  if (quiet && patches::live()) patches::remove_all();
+  // The breakpoints go when no window runs on them (none steps, or none let a stretch run for
+  // two ticks: a window blocked in a system call keeps its epoch open for up to kHoldNs while
+  // threads outside windows pay a trap at each breakpoint), and at once when a thread blocks
+  // SIGTRAP or runs under seccomp (an int3 could kill it). A window still running natively
+  // then misses its next trap and ends at a sample (check_lost).
+  if (patches::live()) {
+    bool go = quiet || now - s.last_run_ns.load(std::memory_order_relaxed) > kRunIdleNs;
+    if (!go && now - s.last_mask_check > kMaskCheckNs) {  // (reads every thread's status)
+      s.last_mask_check = now;
+      go = detail::some_thread_refuses_int3();
+    }
+    if (go) patches::remove_all();
+  }
   const uint64_t end = s.epoch_end.load(std::memory_order_relaxed);
   if (now <= end) return;  // an epoch is open
   if (now <= end + kHoldNs && stepping_in(s.epoch.load(std::memory_order_relaxed))) return;  // still joinable
@@ -816,7 +837,7 @@ void tick(uint64_t now) {
   }
   // Breakpoints only while no thread blocks SIGTRAP (an int3 would kill it); a thread blocking
   // it later by a raw system call is not seen (libc's calls are: signal_guard.h).
-  s.runs_now.store(s.cfg.runs && !detail::some_thread_blocks_sigtrap(), std::memory_order_relaxed);
+  s.runs_now.store(s.cfg.runs && !detail::some_thread_refuses_int3(), std::memory_order_relaxed);
   s.budget_ns -= cost;
   s.charged = cost;
   s.joined.store(0, std::memory_order_relaxed);

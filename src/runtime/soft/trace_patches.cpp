@@ -21,7 +21,7 @@ constexpr uint32_t kEntries = 8192;  // power of two
 constexpr uint32_t kProbe = 32;
 constexpr uint32_t kPages = 256;
 
-enum PageState : uint8_t { kPageClaimed = 0, kPageWritable = 1 };
+enum PageState : uint8_t { kPageClaimed = 0, kPageWritable = 1, kPageGone = 2 };
 struct Page {
   std::atomic<uint64_t> page;  // 0: free
   std::atomic<uint8_t> state;
@@ -71,6 +71,18 @@ bool writable(uint64_t ip) {
     return true;
   }
   return false;
+}
+
+const Page* page_of(uint64_t ip) {
+  const uint64_t page = ip & ~(kPage - 1);
+  const uint32_t h = uint32_t((page >> 12) * 0x9e3779b97f4a7c15ull >> 48) & (kPages - 1);
+  for (uint32_t k = 0; k < kPages; ++k) {
+    const Page& p = g_table->pages[(h + k) & (kPages - 1)];
+    const uint64_t cur = p.page.load(std::memory_order_acquire);
+    if (cur == page) return &p;
+    if (cur == 0) return nullptr;
+  }
+  return nullptr;
 }
 
 Entry* lookup(uint64_t ip) {
@@ -123,9 +135,7 @@ bool calls_allowed() { return g_calls; }
 
 const Entry* find(uint64_t ip) {
   const Entry* e = lookup(ip);
-  if (!e) return nullptr;
-  const uint8_t st = e->state.load(std::memory_order_acquire);
-  return st == kLive || st == kRemoved ? e : nullptr;
+  return e && e->armed.load(std::memory_order_acquire) ? e : nullptr;
 }
 
 bool insert(uint64_t ip, const uint8_t* code, uint8_t len, const RunInfo& run) {
@@ -172,6 +182,20 @@ bool insert(uint64_t ip, const uint8_t* code, uint8_t len, const RunInfo& run) {
     if (st == kLive) return true;
     if (st != kRemoved || !c.state.compare_exchange_strong(st, kClaimed, std::memory_order_acq_rel))
       return false;  // refused, or another thread is arming it
+    // Re-arming: the code must still be what the entry was made for (a library unloaded and
+    // another loaded at its address would otherwise run the old instruction).
+    bool same = c.original == original && c.len == len && c.role == run.role;
+    if (same && run.role == kRunPlain) {
+      const uint8_t* slot = g_scratch + size_t(&c - g_table->entries) * kSlot;
+      for (uint8_t i = 0; i < len && same; ++i) same = slot[i] == code[i];
+    } else if (same) {
+      same = c.target == run.target && c.cond == run.cond && c.pop == run.pop;
+    }
+    if (!same) {
+      c.state.store(kRefused, std::memory_order_release);
+      g_refused.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
     e = &c;
   }
   if (!e) {
@@ -183,6 +207,7 @@ bool insert(uint64_t ip, const uint8_t* code, uint8_t len, const RunInfo& run) {
     g_refused.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
+  e->armed.store(1, std::memory_order_release);
   e->state.store(kLive, std::memory_order_release);
   g_live.fetch_add(1, std::memory_order_relaxed);
   __atomic_store_n(reinterpret_cast<uint8_t*>(ip), kInt3, __ATOMIC_RELEASE);
@@ -248,10 +273,16 @@ bool after_copy(uint64_t rip, uint64_t* next) {
 }
 
 bool original_byte(uint64_t ip, uint8_t* out) {
-  const Entry* e = find(ip);
-  if (!e) return false;
+  const Entry* e = lookup(ip);
+  if (!e || e->state.load(std::memory_order_acquire) != kLive) return false;
   *out = e->original;
   return true;
+}
+
+bool live_at(uint64_t ip) {
+  const Entry* e = lookup(ip);
+  return e && e->state.load(std::memory_order_acquire) == kLive &&
+         __atomic_load_n(reinterpret_cast<const uint8_t*>(ip), __ATOMIC_ACQUIRE) == kInt3;
 }
 
 void remove_all(bool in_child) {
@@ -273,11 +304,25 @@ void remove_all(bool in_child) {
     }
     sched_yield();
   }
+  // A page whose mapping went (dlclose) or changed is not written: its entries are dropped.
+  for (Page& p : g_table->pages) {
+    const uint64_t page = p.page.load(std::memory_order_relaxed);
+    int prot = 0;
+    if (page && p.state.load(std::memory_order_relaxed) == kPageWritable &&
+        (detail::mapping_prot(page, &prot) != 0 || !(prot & PROT_WRITE) || !(prot & PROT_EXEC)))
+      p.state.store(kPageGone, std::memory_order_relaxed);
+  }
   if (g_live.load(std::memory_order_relaxed) != 0) {
     for (Entry& e : g_table->entries) {
       if (e.state.load(std::memory_order_acquire) != kLive) continue;
-      __atomic_store_n(reinterpret_cast<uint8_t*>(e.ip.load(std::memory_order_relaxed)), e.original,
-                       __ATOMIC_RELEASE);
+      const uint64_t ip = e.ip.load(std::memory_order_relaxed);
+      const Page* p = page_of(ip);
+      if (!p || p->state.load(std::memory_order_relaxed) != kPageWritable ||
+          __atomic_load_n(reinterpret_cast<const uint8_t*>(ip), __ATOMIC_ACQUIRE) != kInt3) {
+        e.state.store(kRefused, std::memory_order_release);  // not ours any more
+        continue;
+      }
+      __atomic_store_n(reinterpret_cast<uint8_t*>(ip), e.original, __ATOMIC_RELEASE);
       e.state.store(kRemoved, std::memory_order_release);
     }
     g_live.store(0, std::memory_order_relaxed);

@@ -42,6 +42,7 @@ struct Entry {
   std::atomic<uint64_t> ip;  // 0: free
   std::atomic<uint8_t> state;
   uint8_t original;  // the instruction's first byte
+  std::atomic<uint8_t> armed;  // a 0xCC was written once: the fields below are valid for good
   uint8_t role;      // RunRole: kRunBranch, kRunCall, kRunRet, or kRunPlain (out of line)
   uint8_t cond;      // kRunBranch
   uint8_t len;
@@ -56,7 +57,9 @@ int init(uint64_t own_ip);
 // see a return address it did not push).
 bool calls_allowed();
 
-// The entry for ip if it is live or removed (its fields valid), else nullptr.
+// The entry for ip if a breakpoint was ever armed there (its fields valid, whatever its state
+// now: a trap taken just before a removal may be handled while the entry is being re-armed),
+// else nullptr.
 const Entry* find(uint64_t ip);
 // Puts a breakpoint on the instruction at ip, whose `len` bytes as the program has them are
 // `code`, taken as `run` says (a kRunPlain one only without rip-relative operands and while
@@ -76,8 +79,12 @@ void take(const Entry& e, ucontext_t* uc);
 void take(uint64_t ip, uint8_t len, const RunInfo& run, ucontext_t* uc);
 // The program's first byte at ip while a breakpoint is there (the decoder's hook).
 bool original_byte(uint64_t ip, uint8_t* out);
+// Whether a breakpoint of ours is in place at ip now.
+bool live_at(uint64_t ip);
 
-// Removes every breakpoint and restores the pages' protection. Returns at once if another
+// Removes every breakpoint and restores the pages' protection. A page whose mapping has gone
+// or lost write/exec since (dlclose, the program's own mprotect) is left alone and its entries
+// are dropped; a re-armed entry must match the code it was made for. Returns at once if another
 // thread is removing them right now. `in_child`: in a forked child, where the parent's other
 // threads (maybe inside insert at the fork) do not exist.
 void remove_all(bool in_child = false);
