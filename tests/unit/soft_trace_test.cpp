@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <cstdint>
 #include <numeric>
@@ -447,6 +448,45 @@ TEST_F(SoftTrace, BreakpointsAreTakenOutsideWindowsAndGoWithStop) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << std::hex << status;
   trace::stop();
   EXPECT_EQ(std::vector<uint8_t>(code, code + 256), before);
+}
+
+// Breakpoints come and go (each epoch's windows arm them, the collector's tick removes them)
+// while another thread runs the same code outside every window: it must always compute what
+// the program computes, however its traps interleave with removals and re-arming.
+TEST_F(SoftTrace, AThreadOutsideWindowsSurvivesBreakpointsComingAndGoing) {
+  static Mixed m, m2;
+  m2 = Mixed();
+  const uint64_t expect = m2.run();
+  ASSERT_TRUE(start(2000));
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> runs{0}, wrong{0};
+  std::thread t([&] {
+    static Mixed mine;
+    while (!done.load()) {
+      mine = Mixed();
+      if (mine.run() != expect) wrong.fetch_add(1);
+      runs.fetch_add(1);
+    }
+  });
+  uint64_t now = mono();
+  uint32_t windows_started = 1;
+  for (int round = 0; round < 40; ++round) {
+    while (trace::tracing()) m.run();
+    now += uint64_t(61) * 1000000000;  // past the epoch (60 s) and its hold: breakpoints go
+    trace::tick(now);
+    trace::tick(now + 1000);  // a new epoch
+    g_started = false;
+    syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGUSR1);
+    windows_started += g_started;
+  }
+  while (trace::tracing()) m.run();
+  done = true;
+  t.join();
+  trace::stop();
+  EXPECT_GT(windows_started, 30u);
+  EXPECT_GT(trace::stats().breakpoints_armed, 40u);
+  EXPECT_GT(runs.load(), 10u);
+  EXPECT_EQ(wrong.load(), 0u);
 }
 
 TEST_F(SoftTrace, InitRefusesWhenTheProgramOwnsSigtrap) {
