@@ -1,6 +1,9 @@
 // The soft collector's decoder, one instruction at a time: effective addresses, sizes and
 // read/write flags before execution (breakpoints, decode_at) and after it (samples: register
 // undo and clobber detection), from hand-built register states on the code in soft_decode_code.
+#include <initializer_list>
+#include <vector>
+
 #include "model/profile.h"
 #include "soft_decode_code.h"
 
@@ -192,6 +195,109 @@ TEST_F(SoftDecode, AfterExecutionDetectsClobberedAddressRegisters) {
   EXPECT_EQ(after(wm_i22, r, &m), DecodeStatus::NoBoundary);  // call: next ran elsewhere
   EXPECT_EQ(after(wm_i26, r, &m), DecodeStatus::NoBoundary);  // jmp
   EXPECT_EQ(after(wm_i30, r, &m), DecodeStatus::NoBoundary);  // ret
+}
+
+}  // namespace
+}  // namespace whymiss::soft::test
+
+namespace whymiss::soft::test {
+namespace {
+
+RunInfo step_info(std::initializer_list<uint8_t> bytes, uint64_t ip = 0x400000) {
+  const std::vector<uint8_t> code(bytes);
+  Regs r;
+  MemAccess m;
+  RunInfo run;
+  decode_step(code.data(), code.size(), ip, r.view, &m, &run);
+  return run;
+}
+
+constexpr uint32_t bit(int gpr) { return 1u << gpr; }  // Zydis GPR64 ids: rax 0, rcx 1, ... rsp 4
+constexpr int kRax = 0, kRcx = 1, kRdx = 2, kRsp = 4, kRsi = 6, kRdi = 7;
+
+// Trace runs (trace.h) trust these roles: a transfer taken by the handler must be exactly what
+// the CPU would do, and a plain instruction must fall through with no rip dependence.
+TEST(SoftDecodeRuns, TransfersTheHandlerMayTakeAndTheirTargets) {
+  RunInfo r = step_info({0x75, 0x10});  // jnz +0x10
+  EXPECT_EQ(r.role, kRunBranch);
+  EXPECT_EQ(r.cond, 5);
+  EXPECT_EQ(r.target, 0x400012u);
+  r = step_info({0x0f, 0x8c, 0x00, 0x01, 0x00, 0x00});  // jl rel32 +0x100
+  EXPECT_EQ(r.role, kRunBranch);
+  EXPECT_EQ(r.cond, 12);
+  EXPECT_EQ(r.target, 0x400106u);
+  r = step_info({0xeb, 0xfe});  // jmp $
+  EXPECT_EQ(r.role, kRunBranch);
+  EXPECT_EQ(r.cond, 16);
+  EXPECT_EQ(r.target, 0x400000u);
+  r = step_info({0xe8, 0x00, 0x10, 0x00, 0x00});  // call rel32
+  EXPECT_EQ(r.role, kRunCall);
+  EXPECT_EQ(r.target, 0x401005u);
+  EXPECT_EQ(step_info({0xc3}).role, kRunRet);
+  r = step_info({0xc2, 0x10, 0x00});  // ret 16
+  EXPECT_EQ(r.role, kRunRet);
+  EXPECT_EQ(r.pop, 16);
+}
+
+TEST(SoftDecodeRuns, WhatMustBeSingleStepped) {
+  EXPECT_EQ(step_info({0x48, 0xcb}).role, kRunStop);              // lretq (far)
+  EXPECT_EQ(step_info({0xcb}).role, kRunStop);                    // lret
+  EXPECT_EQ(step_info({0xe3, 0x05}).role, kRunStop);              // jrcxz
+  EXPECT_EQ(step_info({0xe2, 0xfe}).role, kRunStop);              // loop
+  EXPECT_EQ(step_info({0xff, 0xe0}).role, kRunStop);              // jmp *%rax
+  EXPECT_EQ(step_info({0xff, 0xd0}).role, kRunStop);              // call *%rax
+  EXPECT_EQ(step_info({0xff, 0x25, 0, 0, 0, 0}).role, kRunStop);  // jmp *0(%rip)
+  EXPECT_EQ(step_info({0x0f, 0x05}).role, kRunStop);              // syscall
+  EXPECT_EQ(step_info({0xf3, 0xa4}).role, kRunStop);              // rep movsb
+  EXPECT_EQ(step_info({0x9c}).role, kRunStop);                    // pushf
+  EXPECT_EQ(step_info({0xcc}).role, kRunStop);                    // int3
+  EXPECT_EQ(step_info({0x0f, 0x0b}).role, kRunStop);              // ud2
+  EXPECT_EQ(step_info({0xf3, 0x48, 0x0f, 0xae, 0xd0}).role, kRunStop);  // wrfsbase %rax
+  EXPECT_EQ(step_info({0x67, 0x8b, 0x00}).role, kRunStop);        // mov (%eax),%eax: 32-bit address
+}
+
+TEST(SoftDecodeRuns, PlainInstructionsTheirAddressAndWrittenRegisters) {
+  RunInfo r = step_info({0x48, 0x8b, 0x14, 0xc8});  // mov (%rax,%rcx,8),%rdx
+  EXPECT_EQ(r.role, kRunPlain);
+  EXPECT_EQ(r.address_regs, bit(kRax) | bit(kRcx));
+  EXPECT_EQ(r.written_regs, bit(kRdx));
+  EXPECT_FALSE(r.rip_relative);
+  r = step_info({0x48, 0x8b, 0x00});  // mov (%rax),%rax: the address register is written
+  EXPECT_EQ(r.address_regs, bit(kRax));
+  EXPECT_EQ(r.written_regs, bit(kRax));
+  r = step_info({0x8b, 0x05, 0x10, 0, 0, 0});  // mov 0x10(%rip),%eax
+  EXPECT_EQ(r.role, kRunPlain);
+  EXPECT_TRUE(r.rip_relative);
+  EXPECT_EQ(r.address_regs, 0u);
+  r = step_info({0x48, 0x8d, 0x05, 0x10, 0, 0, 0});  // lea 0x10(%rip),%rax: rip's value, no access
+  EXPECT_TRUE(r.rip_relative);
+  EXPECT_EQ(r.address_regs, 0u);
+  r = step_info({0x50});  // push %rax: an unrecorded stack slot, so no address register
+  EXPECT_EQ(r.role, kRunPlain);
+  EXPECT_EQ(r.address_regs, 0u);
+  EXPECT_EQ(r.written_regs, bit(kRsp));
+  r = step_info({0xa4});  // movsb (no rep): rsi and rdi, both moved
+  EXPECT_EQ(r.role, kRunPlain);
+  EXPECT_EQ(r.address_regs, bit(kRsi) | bit(kRdi));
+  EXPECT_EQ(r.written_regs & (bit(kRsi) | bit(kRdi)), bit(kRsi) | bit(kRdi));
+  r = step_info({0x0f, 0xa2});  // cpuid writes eax, ebx, ecx, edx
+  EXPECT_EQ(r.written_regs, bit(kRax) | bit(3) | bit(kRcx) | bit(kRdx));
+}
+
+TEST(SoftDecodeRuns, BranchConditionsFollowTheFlags) {
+  constexpr uint64_t CF = 1, ZF = 1 << 6, SF = 1 << 7, OF = 1 << 11;
+  EXPECT_TRUE(branch_taken(4, ZF));        // jz
+  EXPECT_FALSE(branch_taken(5, ZF));       // jnz
+  EXPECT_TRUE(branch_taken(2, CF));        // jb
+  EXPECT_TRUE(branch_taken(6, ZF));        // jbe
+  EXPECT_FALSE(branch_taken(7, CF));       // ja
+  EXPECT_TRUE(branch_taken(12, SF));       // jl: SF != OF
+  EXPECT_FALSE(branch_taken(12, SF | OF));
+  EXPECT_TRUE(branch_taken(13, SF | OF));  // jge
+  EXPECT_TRUE(branch_taken(14, ZF | SF | OF));  // jle: ZF
+  EXPECT_FALSE(branch_taken(15, ZF));      // jg
+  EXPECT_TRUE(branch_taken(15, 0));
+  EXPECT_TRUE(branch_taken(16, 0));        // jmp
 }
 
 }  // namespace

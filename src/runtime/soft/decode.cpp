@@ -359,9 +359,10 @@ uint8_t run_role(const ZydisDecodedInstruction& in, const ZydisDecodedOperand* o
       break;
   }
   if (in.address_width != 64) return kRunStop;  // a 32-bit rip or stack would need care
-  // Far transfers (lret, ljmp, lcall: Zydis names them RET/JMP/CALL) change cs too.
+  // Far transfers (lret, ljmp, lcall: Zydis names them RET/JMP/CALL) change cs too. (Short and
+  // near ones are both fine: `jmp rel8` is SHORT.)
   if ((in.mnemonic == ZYDIS_MNEMONIC_RET || in.mnemonic == ZYDIS_MNEMONIC_JMP ||
-       in.mnemonic == ZYDIS_MNEMONIC_CALL) && in.meta.branch_type != ZYDIS_BRANCH_TYPE_NEAR)
+       in.mnemonic == ZYDIS_MNEMONIC_CALL) && in.meta.branch_type == ZYDIS_BRANCH_TYPE_FAR)
     return kRunStop;
   const int cond = jcc_condition(in.mnemonic);
   if (cond >= 0 || in.mnemonic == ZYDIS_MNEMONIC_JMP) {
@@ -379,8 +380,9 @@ uint8_t run_role(const ZydisDecodedInstruction& in, const ZydisDecodedOperand* o
     }
     return kRunRet;
   }
-  // Any other transfer (jrcxz, loop, indirect): stepped.
-  if ((in.attributes & ZYDIS_ATTRIB_IS_RELATIVE) || in.meta.category == ZYDIS_CATEGORY_COND_BR ||
+  // Any other transfer (jrcxz, loop, indirect): stepped. (Not by ZYDIS_ATTRIB_IS_RELATIVE:
+  // Zydis sets it for rip-relative data operands too.)
+  if (in.meta.category == ZYDIS_CATEGORY_COND_BR ||
       in.meta.category == ZYDIS_CATEGORY_UNCOND_BR || in.meta.category == ZYDIS_CATEGORY_CALL ||
       in.meta.category == ZYDIS_CATEGORY_RET)
     return kRunStop;
