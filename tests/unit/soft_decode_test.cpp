@@ -233,6 +233,9 @@ TEST(SoftDecodeRuns, TransfersTheHandlerMayTakeAndTheirTargets) {
   r = step_info({0xe8, 0x00, 0x10, 0x00, 0x00});  // call rel32
   EXPECT_EQ(r.role, kRunCall);
   EXPECT_EQ(r.target, 0x401005u);
+  r = step_info({0x66, 0x66, 0x48, 0xe8, 0x00, 0x10, 0x00, 0x00});  // the TLS call: REX.W wins
+  EXPECT_EQ(r.role, kRunCall);
+  EXPECT_EQ(r.target, 0x401008u);
   EXPECT_EQ(step_info({0xc3}).role, kRunRet);
   r = step_info({0xc2, 0x10, 0x00});  // ret 16
   EXPECT_EQ(r.role, kRunRet);
@@ -254,6 +257,10 @@ TEST(SoftDecodeRuns, WhatMustBeSingleStepped) {
   EXPECT_EQ(step_info({0x0f, 0x0b}).role, kRunStop);              // ud2
   EXPECT_EQ(step_info({0xf3, 0x48, 0x0f, 0xae, 0xd0}).role, kRunStop);  // wrfsbase %rax
   EXPECT_EQ(step_info({0x67, 0x8b, 0x00}).role, kRunStop);        // mov (%eax),%eax: 32-bit address
+  // 66h on near transfers: Intel ignores it, AMD makes rip (and the stack slot) 16 bits.
+  EXPECT_EQ(step_info({0x66, 0xe9, 0x10, 0x00, 0x00, 0x00}).role, kRunStop);  // jmp
+  EXPECT_EQ(step_info({0x66, 0xc3}).role, kRunStop);                          // ret
+  EXPECT_EQ(step_info({0x66, 0x75, 0x10}).role, kRunStop);                    // jnz
 }
 
 TEST(SoftDecodeRuns, PlainInstructionsTheirAddressAndWrittenRegisters) {

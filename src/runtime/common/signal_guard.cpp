@@ -207,7 +207,10 @@ extern "C" __attribute__((visibility("default"))) int pthread_sigmask(int how, c
   sigset_t buf;
   set = without_unblocked(how, set, &buf);
   if (g_next_pthread_sigmask) return g_next_pthread_sigmask(how, set, old);
-  return raw_sigmask(how, set, old) == 0 ? 0 : errno;
+  const int saved = errno;  // pthread_sigmask reports by its result, not errno
+  const int rc = raw_sigmask(how, set, old) == 0 ? 0 : errno;
+  errno = saved;
+  return rc;
 }
 
 // The program's view of dispositions (see signal_guard.h).

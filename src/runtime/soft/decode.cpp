@@ -354,11 +354,19 @@ uint8_t run_role(const ZydisDecodedInstruction& in, const ZydisDecodedOperand* o
     case ZYDIS_MNEMONIC_UD0: case ZYDIS_MNEMONIC_UD1: case ZYDIS_MNEMONIC_UD2:
     case ZYDIS_MNEMONIC_HLT: case ZYDIS_MNEMONIC_XBEGIN: case ZYDIS_MNEMONIC_XABORT:
     case ZYDIS_MNEMONIC_XEND: case ZYDIS_MNEMONIC_WRFSBASE: case ZYDIS_MNEMONIC_WRGSBASE:
+    case ZYDIS_MNEMONIC_ENCLU: case ZYDIS_MNEMONIC_UIRET:
       return kRunStop;
     default:
       break;
   }
   if (in.address_width != 64) return kRunStop;  // a 32-bit rip or stack would need care
+  // A 66h prefix on a near transfer: Intel ignores it, AMD truncates rip (and the stack slot)
+  // to 16 bits; compilers never emit it, so it is stepped rather than guessed.
+  // (With REX.W, as in the TLS call `66 66 48 e8`, both ignore it.)
+  if ((in.attributes & ZYDIS_ATTRIB_HAS_OPERANDSIZE) && !in.raw.rex.W &&
+      (in.meta.category == ZYDIS_CATEGORY_COND_BR || in.meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
+       in.meta.category == ZYDIS_CATEGORY_CALL || in.meta.category == ZYDIS_CATEGORY_RET))
+    return kRunStop;
   // Far transfers (lret, ljmp, lcall: Zydis names them RET/JMP/CALL) change cs too. (Short and
   // near ones are both fine: `jmp rel8` is SHORT.)
   if ((in.mnemonic == ZYDIS_MNEMONIC_RET || in.mnemonic == ZYDIS_MNEMONIC_JMP ||
@@ -366,7 +374,7 @@ uint8_t run_role(const ZydisDecodedInstruction& in, const ZydisDecodedOperand* o
     return kRunStop;
   const int cond = jcc_condition(in.mnemonic);
   if (cond >= 0 || in.mnemonic == ZYDIS_MNEMONIC_JMP) {
-    if (!relative_target(in, ops, ip, &run->target)) return kRunStop;
+    if (in.operand_width != 64 || !relative_target(in, ops, ip, &run->target)) return kRunStop;
     run->cond = cond >= 0 ? uint8_t(cond) : 16;
     return kRunBranch;
   }

@@ -10,8 +10,9 @@ namespace whymiss::soft::detail {
 int mapping_prot(uint64_t addr, int* prot);
 
 // Whether a thread of the process has SIGTRAP blocked now (SigBlk in /proc/self/task/*/status:
-// it would be killed by an int3) or runs under seccomp (Seccomp: not 0; a filter may kill it for
-// the system calls the trap's handler makes). Errors and unreadable fields count as "yes".
+// it would be killed by an int3) or runs under strict seccomp (Seccomp: 1: the trap's handler's
+// system calls would kill it; filters, mode 2, are not looked into). Errors and an unreadable
+// SigBlk count as "yes".
 bool some_thread_refuses_int3();
 
 }  // namespace whymiss::soft::detail

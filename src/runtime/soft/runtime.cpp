@@ -283,6 +283,8 @@ void* collector_main(void*) {
     unsigned long long now[2] = {seen[0], seen[1]};
     dl_iterate_phdr(count_objects, now);
     if (now[0] != seen[0] || now[1] != seen[1]) {
+      // Breakpoints first: a page they made writable may belong to a library that went.
+      if (g.trace_on) soft::trace::modules_changing();
       soft::refresh_modules();
       seen[0] = now[0];
       seen[1] = now[1];

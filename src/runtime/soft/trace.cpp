@@ -129,9 +129,11 @@ struct Thread {
   uint64_t after_syscall;
   // A system call was stepped over since the last recorded access (kTraceAfterSyscall).
   bool syscalled;
-  // Runs: the thread runs natively towards a breakpoint (TF clear), since last_trap_ns.
+  // Runs: the thread runs natively towards a breakpoint (TF clear), since last_trap_ns, through
+  // the stretch [run_lo, run_end) it recorded; the breakpoint it expects is at run_end.
   bool running;
   uint64_t last_trap_ns;
+  uint64_t run_lo, run_end;
 };
 __thread Thread t_tr __attribute__((tls_model("initial-exec")));
 // Inside on_sigtrap's window path: a breakpoint met meanwhile (only possible where the handler's
@@ -336,6 +338,8 @@ profile::TraceEnd advance(ucontext_t* uc, Window& w) {
     // Straight-line code from ip: every instruction whose addresses use no register an earlier
     // one of the stretch writes is recorded now, from the registers as they are; the stretch
     // must end at a control transfer that can carry a breakpoint, else ip is single-stepped.
+    // Before any insert: a tick that sees breakpoints must not take them for idle ones.
+    s.last_run_ns.store(now_ns(), std::memory_order_relaxed);
     MemAccess ahead[kMaxRun];
     uint64_t at[kMaxRun];
     ahead[0] = m;
@@ -389,6 +393,8 @@ profile::TraceEnd advance(ucontext_t* uc, Window& w) {
     uc->uc_mcontext.gregs[REG_EFL] &= ~kTrapFlag;
     uc->uc_mcontext.gregs[REG_RIP] = greg_t(patches::resume_at(ip));
     t_tr.running = true;
+    t_tr.run_lo = ip;
+    t_tr.run_end = j;
     t_tr.last_trap_ns = now_ns();
     s.last_run_ns.store(t_tr.last_trap_ns, std::memory_order_relaxed);
     return profile::TraceEnd::Done;
@@ -487,6 +493,17 @@ bool on_breakpoint(ucontext_t* uc) {
   if (__atomic_load_n(reinterpret_cast<const uint8_t*>(ip), __ATOMIC_ACQUIRE) != 0xCC) {
     patches::count_stray();  // removed since the trap: the original instruction runs now
     return true;
+  }
+  if (t_tr.window && !t_in_handler && t_tr.running && ip != t_tr.run_end) {
+    if (ip >= t_tr.run_lo && ip < t_tr.run_end) {
+      // Another thread's breakpoint inside the stretch this one recorded: taken, not recorded
+      // again; the stretch goes on to its end.
+      patches::take(*e, uc);
+      return true;
+    }
+    // Anywhere else: the thread left its stretch (a handler of the program, a siglongjmp, a
+    // breakpoint removed under it): what it ran meanwhile is unknown, so the window ends.
+    end_window(g_state.windows[t_tr.window - 1], profile::TraceEnd::Lost, uc);
   }
   if (t_in_handler || !t_tr.window) {
     // A running thread that has not joined the open epoch joins here (Config::identify); its
@@ -809,10 +826,14 @@ void tick(uint64_t now) {
   // SIGTRAP or runs under seccomp (an int3 could kill it). A window still running natively
   // then misses its next trap and ends at a sample (check_lost).
   if (patches::live()) {
-    bool go = quiet || now - s.last_run_ns.load(std::memory_order_relaxed) > kRunIdleNs;
+    const uint64_t last = s.last_run_ns.load(std::memory_order_relaxed);  // may be after `now`
+    bool go = quiet || (now > last && now - last > kRunIdleNs);
     if (!go && now - s.last_mask_check > kMaskCheckNs) {  // (reads every thread's status)
       s.last_mask_check = now;
-      go = detail::some_thread_refuses_int3();
+      if (detail::some_thread_refuses_int3()) {
+        s.runs_now.store(false, std::memory_order_relaxed);  // none again in this epoch
+        go = true;
+      }
     }
     if (go) patches::remove_all();
   }
@@ -851,6 +872,8 @@ void stop() {
   g_lock_period.store(0, std::memory_order_relaxed);
   patches::remove_all();
 }
+
+void modules_changing() { patches::remove_all(); }
 
 void forget_after_fork() {
   g_state.stopped.store(true);

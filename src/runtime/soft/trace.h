@@ -18,23 +18,25 @@
 // and when the run ends. Accesses of the runtime's own code and implicit stack slots (push,
 // pop, call, ret: what the exact runtime does not see either) are stepped but not recorded.
 //
-// Runs. A single step costs a debug exception, which a hypervisor may intercept: ~12 us on our
+// Runs. A single step costs a debug exception, which a hypervisor may intercept: ~11 us on our
 // Zen 4 Firecracker guest, against ~2.4 us for an int3 (bench/step_cost.c). So at each trap
-// the handler decodes ahead from the instruction about to run. Direct jmp/jcc, direct call and
+// the handler decodes ahead from the instruction about to run. Near direct jmp/jcc, call and
 // ret it takes itself (sets rip; for call/ret rsp and the return slot, which is not recorded, as
 // before). Straight-line code is recorded ahead, each instruction's accesses from the registers
 // as they are, up to the first instruction whose addresses use a register an earlier one of the
-// stretch writes (a pointer chase: the stretch ends there, the next starts with it) or that is
-// no plain fall-through (syscall, rep string, indirect jump: single-stepped as before); if the
-// stretch ends at a control transfer, that gets a breakpoint (trace_patches.h) and the stretch
-// runs natively with TF clear, one trap for up to 48 instructions. Breakpoints stay while
-// windows step and go when none does (tick) or at stop(); threads outside windows that meet one
-// have it taken for them. Not in libc, the loader, the vDSO or the runtime's own libraries
-// (their code runs with SIGTRAP blocked at times), and not in an epoch that opened while a
-// thread blocked SIGTRAP (/proc/self/task/*/status). What differs from single-stepping: the
-// accesses of a stretch are recorded (timestamped) before any of it runs; a program's handler
-// interrupting the stretch sees its accesses recorded after; a thread that leaves the stretch
-// by siglongjmp is lost at its next sample, as one whose TF was cleared.
+// stretch writes (a pointer chase: the stretch ends there, the next starts with it), the next
+// control transfer, or 48 instructions; that instruction gets a breakpoint (trace_patches.h:
+// taken by the handler, or run out of line) and the stretch runs natively with TF clear. What
+// is no plain fall-through (syscall, rep string, indirect jump) is single-stepped as before.
+// Breakpoints stay while windows run stretches and go when none does (tick), when dlopen/dlclose
+// changed the code, or at stop(); threads outside windows that meet one have it taken for them.
+// Not in libc, the loader, the vDSO or the runtime's own libraries (their code runs with
+// SIGTRAP blocked at times), and not while a thread blocks SIGTRAP (/proc/self/task/*/status,
+// when an epoch opens and every 20 ms while breakpoints are in place). What differs from
+// single-stepping: the
+// accesses of a stretch are recorded (timestamped) before any of it runs; a thread that leaves
+// its stretch (a program's handler, siglongjmp) ends its window at the next breakpoint it meets
+// elsewhere, or at a sample 50 ms after its last trap.
 //
 // Division of labour with the soft runtime (soft/runtime.cpp): the runtime calls init() once,
 // start_here() from its task-clock handler, tick() from its collector thread, stop() and the
@@ -140,6 +142,9 @@ void check_lost(ucontext_t* uc);
 void tick(uint64_t now_ns);
 // No new windows; windows in progress end at their next step. Idempotent.
 void stop();
+// From the collector, when dlopen/dlclose changed the loaded code: every breakpoint goes (a
+// library may have gone and another come to its pages); windows re-arm what they still need.
+void modules_changing();
 // In a forked child: never records (the parent's windows are the profile's).
 void forget_after_fork();
 

@@ -191,7 +191,8 @@ bool insert(uint64_t ip, const uint8_t* code, uint8_t len, const RunInfo& run) {
     } else if (same) {
       same = c.target == run.target && c.cond == run.cond && c.pop == run.pop;
     }
-    if (!same) {
+    if (!same) {  // other code now (its byte is not ours: remove_all restored it)
+      c.armed.store(0, std::memory_order_release);
       c.state.store(kRefused, std::memory_order_release);
       g_refused.fetch_add(1, std::memory_order_relaxed);
       return false;
@@ -304,12 +305,14 @@ void remove_all(bool in_child) {
     }
     sched_yield();
   }
-  // A page whose mapping went (dlclose) or changed is not written: its entries are dropped.
+  // A page whose mapping went (dlclose) is not written: its entries are dropped. One the
+  // program made read-only again (its own mprotect) is made writable for the restore.
   for (Page& p : g_table->pages) {
     const uint64_t page = p.page.load(std::memory_order_relaxed);
     int prot = 0;
-    if (page && p.state.load(std::memory_order_relaxed) == kPageWritable &&
-        (detail::mapping_prot(page, &prot) != 0 || !(prot & PROT_WRITE) || !(prot & PROT_EXEC)))
+    if (!page || p.state.load(std::memory_order_relaxed) != kPageWritable) continue;
+    if (detail::mapping_prot(page, &prot) != 0 || !(prot & PROT_EXEC) ||
+        (!(prot & PROT_WRITE) && mprotect(reinterpret_cast<void*>(page), kPage, prot | PROT_WRITE) != 0))
       p.state.store(kPageGone, std::memory_order_relaxed);
   }
   if (g_live.load(std::memory_order_relaxed) != 0) {
@@ -319,7 +322,9 @@ void remove_all(bool in_child) {
       const Page* p = page_of(ip);
       if (!p || p->state.load(std::memory_order_relaxed) != kPageWritable ||
           __atomic_load_n(reinterpret_cast<const uint8_t*>(ip), __ATOMIC_ACQUIRE) != kInt3) {
-        e.state.store(kRefused, std::memory_order_release);  // not ours any more
+        // Not ours any more: a trap there is someone else's.
+        e.armed.store(0, std::memory_order_release);
+        e.state.store(kRefused, std::memory_order_release);
         continue;
       }
       __atomic_store_n(reinterpret_cast<uint8_t*>(ip), e.original, __ATOMIC_RELEASE);
