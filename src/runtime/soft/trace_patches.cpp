@@ -47,10 +47,14 @@ std::atomic<uint64_t> g_armed{0}, g_refused{0}, g_strays{0};
 
 uint32_t slot_of(uint64_t ip) { return uint32_t((ip * 0x9e3779b97f4a7c15ull) >> 40) & (kEntries - 1); }
 
+// The page list is probed linearly from a hash of the page (insertions claim the first free
+// slot; slots are freed only by remove_all, with no insert running).
+uint32_t page_slot(uint64_t page) { return uint32_t((page >> 12) * 0x9e3779b97f4a7c15ull >> 48) & (kPages - 1); }
+
 // Makes the page of ip writable (once per page until remove_all). False if it cannot now.
 bool writable(uint64_t ip) {
   const uint64_t page = ip & ~(kPage - 1);
-  const uint32_t h = uint32_t((page >> 12) * 0x9e3779b97f4a7c15ull >> 48) & (kPages - 1);
+  const uint32_t h = page_slot(page);
   for (uint32_t k = 0; k < kPages; ++k) {
     Page& p = g_table->pages[(h + k) & (kPages - 1)];
     uint64_t cur = p.page.load(std::memory_order_acquire);
@@ -75,7 +79,7 @@ bool writable(uint64_t ip) {
 
 const Page* page_of(uint64_t ip) {
   const uint64_t page = ip & ~(kPage - 1);
-  const uint32_t h = uint32_t((page >> 12) * 0x9e3779b97f4a7c15ull >> 48) & (kPages - 1);
+  const uint32_t h = page_slot(page);
   for (uint32_t k = 0; k < kPages; ++k) {
     const Page& p = g_table->pages[(h + k) & (kPages - 1)];
     const uint64_t cur = p.page.load(std::memory_order_acquire);
