@@ -149,6 +149,36 @@ bool put_fd(void* ctx, const void* data, size_t n) {
   return write_all(*static_cast<int*>(ctx), data, n);
 }
 
+bool put_sum(void* ctx, const void* data, size_t n) {
+  static_cast<Summer*>(ctx)->add(data, n);
+  return true;
+}
+
+// A section's bytes into sink: its data, or what its producer makes, which must be exactly
+// count * record_size bytes (else EIO).
+bool emit(const SectionData& s, Sink sink) {
+  const uint64_t bytes = s.count * s.record_size;
+  if (!s.produce) return !bytes || sink.put(sink.ctx, s.data, size_t(bytes));
+  struct Counted {
+    Sink sink;
+    uint64_t left;
+    bool over;
+  } c{sink, bytes, false};
+  auto put = [](void* ctx, const void* data, size_t n) {
+    auto* k = static_cast<Counted*>(ctx);
+    if (n > k->left) {
+      k->over = true;
+      return false;
+    }
+    k->left -= n;
+    return !n || k->sink.put(k->sink.ctx, data, n);
+  };
+  const bool ok = s.produce(s.produce_arg, put, &c);
+  if (ok && !c.over && c.left == 0) return true;
+  if (ok || c.over) errno = EIO;
+  return false;
+}
+
 // Streams a whole profile in file order. The header comes first with its final size and
 // checksum (computed in a first pass over the same bytes), so the destination needs no seeking:
 // a pipe or a device works as well as a file.
@@ -174,7 +204,7 @@ bool encode(const SectionData* sections, uint32_t n, Sink sink) {
     sum.add(&s, sizeof s);
   }
   for (uint32_t i = 0; i < n; ++i)
-    sum.add(sections[i].data, size_t(sections[i].count) * sections[i].record_size);
+    if (!emit(sections[i], Sink{put_sum, &sum})) return false;
   h.file_size = offset;
   h.checksum = sum.value();
   if (!sink.put(sink.ctx, &h, sizeof h)) return false;
@@ -184,10 +214,8 @@ bool encode(const SectionData* sections, uint32_t n, Sink sink) {
     offset += s.count * s.record_size;
     if (!sink.put(sink.ctx, &s, sizeof s)) return false;
   }
-  for (uint32_t i = 0; i < n; ++i) {
-    const size_t bytes = size_t(sections[i].count) * sections[i].record_size;
-    if (bytes && !sink.put(sink.ctx, sections[i].data, bytes)) return false;
-  }
+  for (uint32_t i = 0; i < n; ++i)
+    if (!emit(sections[i], sink)) return false;
   return true;
 }
 

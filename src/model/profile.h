@@ -653,12 +653,22 @@ Result<Profile> parse_profile(const uint8_t* data, size_t size, const std::strin
 // count. Detects corruption, not tampering. Async-signal-safe (no allocation).
 uint64_t checksum(const void* data, size_t n);
 
-// A section to write: `count` records of `record_size` bytes at `data`.
+// Where a section producer puts its bytes (SectionData::produce); false: stop, the write failed.
+using PutBytes = bool (*)(void* ctx, const void* data, size_t n);
+
+// A section to write: `count` records of `record_size` bytes at `data`, or, when `produce` is
+// set, made by produce(produce_arg, put, ctx): it calls put for all count * record_size bytes
+// in file order and returns false as soon as a put does. It runs twice (the checksum, then the
+// write) and must give the same bytes both times; a producer that gives a different number of
+// bytes fails the write (EIO). It lets a writer stream a section it never holds in one piece
+// (soft mode's traced accesses: soft/trace.h).
 struct SectionData {
   Section kind;
   uint32_t record_size;
   uint64_t count;
   const void* data;
+  bool (*produce)(const void* produce_arg, PutBytes put, void* ctx) = nullptr;
+  const void* produce_arg = nullptr;
 };
 
 // Writes sections to `path` atomically: a temporary file beside it ("path.tmp.PID.N", created

@@ -350,6 +350,61 @@ TEST_F(ProfileFile, StreamedBytesAreTheEncodedOnesAndReadBackFromFilesAndPipes) 
   EXPECT_EQ(from_pipe->access_log, p.access_log);
 }
 
+// A section made by a producer (SectionData::produce: soft mode streams its traced accesses
+// from its store and spill file) gives the same file as the same records given whole, however
+// the producer cuts them up; a producer that gives too few or too many bytes fails the write.
+TEST_F(ProfileFile, AProducedSectionIsWrittenAsTheSameRecordsGivenWhole) {
+  std::vector<TraceAccessRecord> recs(5000);
+  for (size_t i = 0; i < recs.size(); ++i) recs[i] = {0x400000 + i, 0x7f0000000000 + 8 * i, i % 3, 0, 8, kAccessRead, 0};
+  std::vector<TraceRecord> win(1);
+  win[0].accesses = uint32_t(recs.size());
+  struct Cut {
+    const std::vector<TraceAccessRecord>* recs;
+    size_t drop;  // bytes left out at the end (0: all)
+    size_t extra;  // bytes added
+  };
+  auto produce = [](const void* arg, PutBytes put, void* ctx) {
+    const Cut& c = *static_cast<const Cut*>(arg);
+    const auto* b = reinterpret_cast<const uint8_t*>(c.recs->data());
+    const size_t n = c.recs->size() * sizeof(TraceAccessRecord) - c.drop;
+    for (size_t at = 0, piece = 1; at < n; at += piece, piece = piece * 3 % 1021 + 1)  // uneven cuts
+      if (!put(ctx, b + at, std::min(piece, n - at))) return false;
+    static const uint8_t zeros[64] = {};
+    return !c.extra || put(ctx, zeros, c.extra);
+  };
+  MetaRecord meta{};
+  meta.mode = uint32_t(Mode::Soft);
+  meta.command_str = meta.geometry_source_str = kNoString;
+  auto write = [&](const char* path, const Cut* cut) {
+    LevelRecord level{32768, 8, 64, "L1"};
+    CounterRecord counters{};
+    SectionData whole[] = {{Section::Meta, sizeof meta, 1, &meta},
+                           {Section::Levels, sizeof level, 1, &level},
+                           {Section::Counters, sizeof counters, 1, &counters},
+                           {Section::Traces, sizeof(TraceRecord), 1, win.data()},
+                           {Section::TraceAccesses, sizeof(TraceAccessRecord), recs.size(), recs.data()}};
+    if (cut) whole[4] = {Section::TraceAccesses, sizeof(TraceAccessRecord), recs.size(), nullptr, produce, cut};
+    return write_profile_sections(path, whole, 5);
+  };
+  const std::string a = (dir_ / "whole.data").string(), b = (dir_ / "produced.data").string();
+  ASSERT_EQ(write(a.c_str(), nullptr), 0);
+  const Cut all{&recs, 0, 0};
+  ASSERT_EQ(write(b.c_str(), &all), 0);
+  std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+  const std::string ba((std::istreambuf_iterator<char>(fa)), {}), bb((std::istreambuf_iterator<char>(fb)), {});
+  ASSERT_GT(ba.size(), recs.size() * sizeof(TraceAccessRecord));
+  EXPECT_TRUE(ba == bb);
+  auto r = read_profile(b);
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->trace_accesses.size(), recs.size());
+  EXPECT_EQ(r->trace_accesses[4321].addr, recs[4321].addr);
+  const Cut short_by{&recs, 8, 0}, long_by{&recs, 0, 8};
+  const std::string c = (dir_ / "bad.data").string();
+  EXPECT_EQ(write(c.c_str(), &short_by), EIO);
+  EXPECT_EQ(write(c.c_str(), &long_by), EIO);
+  EXPECT_FALSE(fs::exists(c)) << "a failed write leaves no file";
+}
+
 TEST_F(ProfileFile, TruncatedFileIsRejected) {
   ASSERT_TRUE(write_profile(path_, sample()).ok());
   auto b = bytes();

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <asm/prctl.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -60,6 +62,7 @@ class SoftTrace : public ::testing::Test {
     c.epoch_ns = uint64_t(60) * 1000000000;  // open until the test's own signal, however late
     c.budget_permille = 1000;
     c.max_accesses = 1 << 16;
+    c.spill_fd = spill_fd;
     EXPECT_EQ(trace::init(c, nullptr, 0, 0), 0);
     const uint64_t t = mono();
     trace::tick(t);
@@ -75,6 +78,7 @@ class SoftTrace : public ::testing::Test {
     if (times) times->resize(v.size());
     return v;
   }
+  int spill_fd = -1;  // Config::spill_fd of the next start()
   std::vector<profile::TraceRecord> windows() {
     std::vector<profile::TraceRecord> v(trace::window_count());
     v.resize(trace::export_windows(v.data(), v.size()));
@@ -151,6 +155,87 @@ TEST_F(SoftTrace, RecordsEveryStoreOfALoopInProgramOrder) {
   EXPECT_EQ(w[0].thread, 7u);
   EXPECT_EQ(w[0].steps, 4000u);
   EXPECT_EQ(w[0].end, uint32_t(profile::TraceEnd::Done));
+}
+
+// With a spill file, the collector's ticks move every full chunk of a window still being
+// stepped to the file and give it back to the pool; export merges the file and what is still in
+// memory (the window's last, partly filled chunk) into the one program order. Single-stepped
+// (no runs), so that no breakpoint is involved while another thread ticks.
+TEST_F(SoftTrace, ChunksSpilledWhileAWindowStepsExportInProgramOrderWithTheRest) {
+  static volatile uint64_t a[256];
+  spill_fd = int(syscall(SYS_memfd_create, "spill", 1u /* MFD_CLOEXEC */));
+  ASSERT_GE(spill_fd, 0);
+  std::atomic<bool> go{false}, done{false};
+  std::thread collector([&] {  // created first: a clone ends a window (Syscall)
+    while (!done.load()) {
+      if (go.load()) trace::tick(mono());
+      timespec ts{0, 1000000};
+      nanosleep(&ts, nullptr);
+    }
+  });
+  const bool started = start(16000, 0, 0, /*runs=*/false);
+  go = true;
+  if (!started) {
+    done = true;
+    collector.join();
+    FAIL() << "no window";
+  }
+  for (int rounds = 0; trace::tracing() && rounds < 1000; ++rounds) fill(a, 256);
+  done = true;
+  collector.join();
+  const trace::Stats st = trace::stats();
+  trace::stop();
+  std::vector<uint64_t> times;
+  const auto recs = accesses(&times);
+  // 12,000 steps of fill() store ~3,000 times: at least one full chunk (2,048) went to the file,
+  // the last, partly filled one did not (no tick after the window ended may have come).
+  ASSERT_GE(recs.size(), 2500u) << "window ended " << windows().at(0).end << " after " << windows().at(0).steps << " steps";
+  EXPECT_GE(st.spilled, 2048u);
+  EXPECT_LT(st.spilled, recs.size());
+  EXPECT_EQ(st.spill_errno, 0u);
+  struct stat fst {};
+  ASSERT_EQ(fstat(spill_fd, &fst), 0);
+  EXPECT_EQ(uint64_t(fst.st_size), st.spilled * (sizeof(profile::TraceAccessRecord) + sizeof(uint64_t)));
+  std::vector<uint64_t> seq;
+  for (size_t i = 0; i < recs.size(); ++i) {
+    if (i) EXPECT_GE(times[i], times[i - 1]) << i;
+    if (recs[i].addr >= uint64_t(&a[0]) && recs[i].addr < uint64_t(&a[256]))
+      seq.push_back((recs[i].addr - uint64_t(&a[0])) / 8);
+  }
+  ASSERT_GE(seq.size(), 2500u);
+  size_t breaks = 0;
+  for (size_t i = 1; i < seq.size(); ++i)
+    if (!(seq[i] == seq[i - 1] + 1 || (seq[i] == 0 && seq[i - 1] == 255))) ++breaks;
+  EXPECT_EQ(breaks, 0u) << "a chunk out of place, lost or repeated";
+  EXPECT_EQ(windows().at(0).accesses, recs.size());
+  close(spill_fd);
+  spill_fd = -1;
+}
+
+// A program may close the spill file's descriptor and open something else under its number:
+// that file is never written (nor read back); the accesses that went to the spill file are left
+// out of the export and the stats say why.
+TEST_F(SoftTrace, AFileTheProgramPutUnderTheSpillDescriptorIsNeverWritten) {
+  static volatile uint64_t a[256];
+  spill_fd = int(syscall(SYS_memfd_create, "spill", 1u));
+  const int other = int(syscall(SYS_memfd_create, "program", 1u));
+  ASSERT_GE(spill_fd, 0);
+  ASSERT_GE(other, 0);
+  ASSERT_TRUE(start(16000, 0, 0, /*runs=*/false));
+  for (int rounds = 0; trace::tracing() && rounds < 1000; ++rounds) fill(a, 256);
+  const size_t all = trace::access_count();
+  ASSERT_GE(all, 2500u);
+  ASSERT_EQ(dup2(other, spill_fd), spill_fd);  // the program's file under the spill file's number
+  trace::tick(mono());
+  struct stat fst {};
+  ASSERT_EQ(fstat(other, &fst), 0);
+  EXPECT_EQ(fst.st_size, 0) << "whymiss wrote into the program's file";
+  EXPECT_EQ(trace::stats().spill_errno, uint64_t(EBADF));
+  trace::stop();
+  EXPECT_EQ(accesses().size(), all) << "nothing was spilled yet: everything is exported from memory";
+  close(other);
+  close(spill_fd);
+  spill_fd = -1;
 }
 
 __attribute__((noinline)) void touch_lines(volatile uint8_t* p, size_t lines) {

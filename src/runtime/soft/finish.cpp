@@ -97,7 +97,14 @@ void end_notes(const profile::MetaRecord& meta) {
                  .u(t.dropped).s(" dropped (store full); ").u(t.run_steps).s(" instructions run natively in ")
                  .u(t.run_traps).s(" stretches between breakpoints, ").u(t.single_steps)
                  .s(" single-stepped; ").u(t.stray_traps + t.breakpoint_strays)
-                 .s(" stray traps; an instruction cost ~").u(t.step_cost_ns).s(" ns").c_str());
+                 .s(" stray traps; an instruction cost ~").u(t.step_cost_ns).s(" ns; ").u(t.spilled)
+                 .s(" accesses kept in a temporary file until exit").c_str());
+    if (t.spill_errno == EBADF)
+      add_note(1, Text().s("the program closed whymiss's temporary trace file: the ").u(t.spilled)
+                      .s(" traced accesses kept there are not in the profile").c_str());
+    else if (t.spill_errno)
+      add_note(0, Text().s("writing traced accesses to a temporary file failed (errno ").u(t.spill_errno)
+                      .s("); the later ones stayed in memory").c_str());
   }
   if (g.pmu_mode && g.pmu_unknown_thread.load())
     add_note(0, Text().u(g.pmu_unknown_thread.load()).s(" pmu samples came from threads whymiss did not track").c_str());
@@ -176,20 +183,19 @@ void write_profile(int term_signal) {
   }
 #endif
 
-  // Full-trace windows: windows first (their access counts), then the accesses.
+  // Full-trace windows: windows first (their access counts, and the snapshot of the store),
+  // then the accesses and their times, streamed from the store and its spill file into the
+  // profile (a copy of them would double their memory at exit).
   profile::TraceRecord* traces = nullptr;
-  profile::TraceAccessRecord* taccs = nullptr;
-  uint64_t* ttimes = nullptr;
   size_t ntr = 0, nta = 0;
   if (g.trace_on) {
-    const size_t wc = soft::trace::window_count(), ac = soft::trace::access_count();
+    const size_t wc = soft::trace::window_count();
     traces = alloc_array<profile::TraceRecord>(wc);
-    taccs = alloc_array<profile::TraceAccessRecord>(ac);
-    ttimes = alloc_array<uint64_t>(ac);
-    if (taccs) nta = soft::trace::export_accesses(taccs, ttimes, ac);
     if (traces) ntr = soft::trace::export_windows(traces, wc);
-    if (!traces) nta = 0;  // accesses name windows: none without them
+    if (traces) nta = soft::trace::snapshot_accesses();  // accesses name windows: none without them
   }
+  auto accesses = [](const void*, profile::PutBytes put, void* ctx) { return soft::trace::write_accesses(put, ctx); };
+  auto times = [](const void*, profile::PutBytes put, void* ctx) { return soft::trace::write_times(put, ctx); };
   profile::LockInfoRecord locks{};
   const size_t nlocks = g.trace_on && soft::trace::export_locks(&locks) ? 1 : 0;
 
@@ -230,8 +236,8 @@ void write_profile(int term_signal) {
       {profile::Section::Objects, sizeof(profile::ObjectRecord), nobj, objects},
       {profile::Section::Sites, sizeof(profile::SiteRecord), nsites, sites},
       {profile::Section::Traces, sizeof(profile::TraceRecord), ntr, traces},
-      {profile::Section::TraceAccesses, sizeof(profile::TraceAccessRecord), nta, taccs},
-      {profile::Section::TraceTimes, sizeof(uint64_t), ttimes ? nta : 0, ttimes},
+      {profile::Section::TraceAccesses, sizeof(profile::TraceAccessRecord), nta, nullptr, accesses},
+      {profile::Section::TraceTimes, sizeof(uint64_t), nta, nullptr, times},
       {profile::Section::Locks, sizeof(profile::LockInfoRecord), nlocks, &locks},
   };
   note_profile_written(profile::write_profile_sections(g.output, s, sizeof s / sizeof s[0]));

@@ -469,6 +469,27 @@ int find_own_code(dl_phdr_info* info, size_t, void* arg) {
   return 1;
 }
 
+// The trace store's spill file (trace::Config::spill_fd): an unnamed file (O_TMPFILE, O_EXCL:
+// it can never be given a name) in the profile's directory, so that no one sees it and it goes
+// with the process. -1 where that fails (a file system without O_TMPFILE) or with
+// WHYMISS_TRACE_SPILL=0: the traced accesses then stay in memory until exit. Errno preserved.
+int open_spill_file() {
+  if (const char* v = std::getenv("WHYMISS_TRACE_SPILL"); v && std::strcmp(v, "0") == 0) return -1;
+  const int saved = errno;
+  char dir[sizeof g.output];
+  const char* slash = std::strrchr(g.output, '/');
+  if (!slash) {
+    std::strcpy(dir, ".");
+  } else {
+    const size_t n = slash == g.output ? 1 : size_t(slash - g.output);
+    std::memcpy(dir, g.output, n);
+    dir[n] = '\0';
+  }
+  const int fd = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+  errno = saved;
+  return fd;
+}
+
 // Full-trace windows (soft/trace.h), unless WHYMISS_TRACE=0 (then the capture stage's
 // breakpoint windows, as before them). They need SIGTRAP: a program that handles it keeps it.
 void start_trace() {
@@ -508,7 +529,9 @@ void start_trace() {
   };
   CodeRange own{reinterpret_cast<uint64_t>(&find_own_code), 0, 0};
   dl_iterate_phdr(find_own_code, &own);
+  tc.spill_fd = open_spill_file();
   const int e = soft::trace::init(tc, object_of, own.lo, own.hi);
+  if (e != 0 && tc.spill_fd >= 0) close(tc.spill_fd);
   if (e == 0) {
     sig::reserve(SIGTRAP);
     if (tc.runs) sig::keep_unblocked(SIGTRAP);  // runs put int3 breakpoints in the program's code

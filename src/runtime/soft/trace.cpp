@@ -1,12 +1,18 @@
 // Full-trace windows (see trace.h for the contract and the protocol).
 //
 // Storage: windows live in a fixed array (one slot per window, written only by the thread that
-// steps it); accesses in chunks of a pool claimed with one atomic add, each chunk written by one
-// thread, its fill count release-stored after every record, so export reads only whole records
-// even while a thread is still stepping. Everything is mapped at init.
+// steps it); accesses in chunks of a pool, each chunk claimed by one window (a bit in a bitmap,
+// lowest free first) and written by its thread, its fill count release-stored after every
+// record, so export reads only whole records even while a thread is still stepping. With a
+// spill file (Config::spill_fd) the collector writes every finished chunk (full, or its window
+// ended) to the file and frees it, so the pool's resident part stays at the few chunks being
+// filled: memory does not grow with the number of windows. Export merges both, by window and
+// then by chunk sequence. Everything is mapped at init.
 #include "runtime/soft/trace.h"
 
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -39,6 +45,23 @@ struct Window {
   std::atomic<uint32_t> steps, dropped, skipped, end;
 };
 
+// Where a window's chunk is: its window and its place among the window's chunks.
+struct ChunkOwner {
+  uint32_t window, seq;
+};
+// A chunk written to the spill file: recs (count records) at offset, then their times.
+struct Spilled {
+  uint32_t window, seq, count, pad;
+  uint64_t offset;
+};
+// Export: one chunk's worth of a window's accesses, in memory (chunk) or in the spill file.
+struct Piece {
+  uint32_t window, seq, count, chunk;  // chunk: kNoChunk when spilled
+  uint64_t offset;
+};
+constexpr uint32_t kNoChunk = ~0u;
+constexpr uint32_t kFree = ~0u;  // chunk_used of a chunk no window has published yet
+
 struct State {
   Config cfg;
   ObjectLookup lookup = nullptr;
@@ -50,13 +73,31 @@ struct State {
   profile::TraceAccessRecord* recs = nullptr;
   uint64_t* times = nullptr;  // when each slot of recs ran (CLOCK_MONOTONIC ns)
   std::atomic<uint32_t>* chunk_used = nullptr;
-  uint32_t nchunks = 0;
-  std::atomic<uint32_t> chunks_claimed{0};
-  uint32_t* per_window = nullptr;  // export scratch: accesses per window
-  uint32_t* used_snapshot = nullptr;  // export scratch: chunk fill counts, read once
-  uint32_t snapshot_chunks = 0;
+  ChunkOwner* owner = nullptr;         // per chunk, written by the thread that claimed it
+  std::atomic<uint64_t>* busy = nullptr;  // bitmap: claimed and not yet spilled
+  uint32_t nchunks = 0;                // the pool
+  // Accesses the store may still take (cfg.max_accesses at init): a chunk reserves kChunk when
+  // claimed, and its window gives back what it left unused when it ends.
+  std::atomic<int64_t> room{0};
+  // The spill file (-1: none, or given up after a failed write) and what went there. Written
+  // by the collector only; export reads it after stop().
+  int spill_fd = -1;
+  int spill_fd_read = -1;  // the same file, kept for export after a failed write
+  uint64_t spill_dev = 0, spill_ino = 0;  // its identity: the program may close the descriptor
+  Spilled* spilled = nullptr;
+  uint32_t max_spilled = 0;
+  std::atomic<uint32_t> nspilled{0};
+  uint64_t spill_end = 0;
+  std::atomic<uint64_t> spilled_accesses{0};
+  std::atomic<uint64_t> spill_errno{0};
+  // Export scratch: the pieces of the snapshot, in export order, and accesses per window.
+  Piece* pieces = nullptr;
+  uint32_t npieces = 0;
+  uint32_t* per_window = nullptr;
+  uint64_t snapshot_accesses = 0;
   uint32_t snapshot_windows = 0;
-  bool snapshot = false;  // export_windows took it; export_accesses uses the same
+  bool snapshot = false;  // export_windows took it; export_accesses and write_* use the same
+  uint8_t* io = nullptr;  // one chunk's records or times read back from the spill file
   size_t mapped = 0;
   void* base = nullptr;
   std::atomic<uint32_t> epoch{0};
@@ -121,8 +162,9 @@ struct Thread {
   uint32_t window;  // index + 1 of the window being stepped; 0: none
   uint32_t left;    // steps still to take
   uint32_t last_epoch;
-  uint32_t chunk;   // index + 1 of the chunk being filled; 0: none
+  uint32_t chunk;   // index + 1 of the chunk being filled (the window's); 0: none
   uint32_t used;
+  uint32_t chunk_seq;  // chunks the window claimed so far
   uint64_t fs, gs;
   // After a stepped-over `syscall`, the instruction it returns to: the kernel returns with
   // IRET and the trap comes only after that instruction ran, so it is decoded after the fact.
@@ -176,14 +218,42 @@ uint64_t thread_cpu_ns() {
 
 bool in_child() { return g_state.pid != 0 && pid_t(syscall(SYS_getpid)) != g_state.pid; }
 
+// A free chunk of the pool (the lowest: its pages are the ones already resident), or kNoChunk.
+// Lock-free: called from signal handlers of any thread.
+uint32_t claim_chunk() {
+  State& s = g_state;
+  if (s.room.fetch_sub(kChunk, std::memory_order_relaxed) < int64_t(kChunk)) {
+    s.room.fetch_add(kChunk, std::memory_order_relaxed);
+    return kNoChunk;
+  }
+  for (uint32_t i = 0; i < (s.nchunks + 63) / 64; ++i) {
+    uint64_t w = s.busy[i].load(std::memory_order_relaxed);
+    while (~w) {
+      const uint32_t b = uint32_t(__builtin_ctzll(~w));
+      if (i * 64 + b >= s.nchunks) break;
+      if (s.busy[i].compare_exchange_weak(w, w | uint64_t(1) << b, std::memory_order_acquire,
+                                          std::memory_order_relaxed))
+        return i * 64 + b;
+    }
+  }
+  s.room.fetch_add(kChunk, std::memory_order_relaxed);
+  return kNoChunk;
+}
+
+// The window's chunk is done (the window ends): what it did not use goes back to the room.
+void release_chunk() {
+  if (t_tr.chunk) g_state.room.fetch_add(int64_t(kChunk - t_tr.used), std::memory_order_relaxed);
+  t_tr.chunk = 0;
+  t_tr.used = 0;
+}
+
 bool append(const profile::TraceAccessRecord& r, uint64_t at_ns) {
   State& s = g_state;
   if (t_tr.chunk == 0 || t_tr.used == kChunk) {
-    const uint32_t c = s.chunks_claimed.fetch_add(1, std::memory_order_relaxed);
-    if (c >= s.nchunks) {
-      s.chunks_claimed.store(s.nchunks, std::memory_order_relaxed);
-      return false;
-    }
+    const uint32_t c = claim_chunk();
+    if (c == kNoChunk) return false;
+    s.owner[c] = {r.window, t_tr.chunk_seq++};
+    s.chunk_used[c].store(0, std::memory_order_release);  // publishes owner (kFree until then)
     t_tr.chunk = c + 1;
     t_tr.used = 0;
   }
@@ -214,6 +284,7 @@ void end_window(Window& w, profile::TraceEnd why, ucontext_t* uc) {
     const uint64_t wold = first ? spent : g_state.window_cost_ns.load(std::memory_order_relaxed);
     g_state.window_cost_ns.store((wold * 3 + spent) / 4, std::memory_order_relaxed);
   }
+  release_chunk();
   t_tr.window = 0;
   t_lock_marks.stepping = 0;
   t_tr.left = 0;
@@ -554,29 +625,133 @@ void on_sigtrap(int, siginfo_t* si, void* ctx) {
   errno = saved_errno;
 }
 
-// Snapshots the chunks' fill counts (so that a thread still stepping cannot change what one
-// export sees) and counts the stored accesses per window into s.per_window; returns the number
-// of windows exported.
-uint32_t count_per_window() {
+// Whether fd is still the spill file (the program may have closed it and opened another file
+// under the same number: that one is never written or read).
+bool still_ours(int fd) {
+  struct stat st{};
+  return fd >= 0 && fstat(fd, &st) == 0 && uint64_t(st.st_dev) == g_state.spill_dev &&
+         uint64_t(st.st_ino) == g_state.spill_ino;
+}
+
+// The snapshot every export uses (so that windows' access counts and the accesses agree, and
+// a section written twice gives the same bytes): every chunk of accesses, spilled or in memory,
+// as a piece, sorted by window and by chunk within it (program order), and the accesses per
+// window into s.per_window. A chunk spilled while the snapshot was taken may appear both ways:
+// one copy is kept. Returns the number of windows exported.
+uint32_t take_snapshot() {
   State& s = g_state;
   uint32_t nw = s.nwindows.load(std::memory_order_acquire);
   if (nw > s.cfg.max_windows) nw = s.cfg.max_windows;
   if (!s.per_window) return 0;
+  uint32_t n = 0;
+  if (s.spill_fd_read >= 0 && !still_ours(s.spill_fd_read)) {
+    s.spill_errno.store(EBADF, std::memory_order_relaxed);
+    s.spill_fd = s.spill_fd_read = -1;
+  }
+  const uint32_t ns = s.spill_fd_read >= 0 ? s.nspilled.load(std::memory_order_acquire) : 0;
+  for (uint32_t i = 0; i < ns; ++i) {
+    const Spilled& f = s.spilled[i];
+    if (f.window < nw && f.count) s.pieces[n++] = {f.window, f.seq, f.count, kNoChunk, f.offset};
+  }
+  for (uint32_t c = 0; c < s.nchunks; ++c) {
+    if (!(s.busy[c / 64].load(std::memory_order_acquire) >> (c % 64) & 1)) continue;
+    const uint32_t used = s.chunk_used[c].load(std::memory_order_acquire);
+    if (used == kFree || used == 0) continue;
+    const ChunkOwner o = s.owner[c];
+    if (o.window < nw) s.pieces[n++] = {o.window, o.seq, used, c, 0};
+  }
+  std::sort(s.pieces, s.pieces + n, [](const Piece& a, const Piece& b) {
+    return a.window != b.window ? a.window < b.window : a.seq < b.seq;
+  });
+  uint32_t kept = 0;
+  for (uint32_t i = 0; i < n; ++i)
+    if (!kept || s.pieces[kept - 1].window != s.pieces[i].window || s.pieces[kept - 1].seq != s.pieces[i].seq)
+      s.pieces[kept++] = s.pieces[i];
+  s.npieces = kept;
   memset(s.per_window, 0, sizeof(uint32_t) * nw);
-  uint32_t nc = s.chunks_claimed.load(std::memory_order_acquire);
-  if (nc > s.nchunks) nc = s.nchunks;
-  s.snapshot_chunks = nc;
+  s.snapshot_accesses = 0;
+  for (uint32_t i = 0; i < kept; ++i) {
+    s.per_window[s.pieces[i].window] += s.pieces[i].count;
+    s.snapshot_accesses += s.pieces[i].count;
+  }
   s.snapshot_windows = nw;
   s.snapshot = true;
-  for (uint32_t c = 0; c < nc; ++c) {
-    const uint32_t used = s.chunk_used[c].load(std::memory_order_acquire);
-    s.used_snapshot[c] = used;
-    for (uint32_t i = 0; i < used; ++i) {
-      const uint32_t win = s.recs[size_t(c) * kChunk + i].window;
-      if (win < nw) s.per_window[win]++;
-    }
-  }
   return nw;
+}
+
+// A piece's records (times: false) or times (true): in the pool, or read back into s.io.
+// Null when the spill file cannot be read.
+const void* piece_data(const Piece& p, bool times) {
+  State& s = g_state;
+  if (p.chunk != kNoChunk)
+    return times ? static_cast<const void*>(s.times + size_t(p.chunk) * kChunk)
+                 : static_cast<const void*>(s.recs + size_t(p.chunk) * kChunk);
+  const size_t rec_bytes = sizeof(profile::TraceAccessRecord) * p.count;
+  const size_t bytes = times ? sizeof(uint64_t) * p.count : rec_bytes;
+  const uint64_t at = p.offset + (times ? rec_bytes : 0);
+  for (size_t done = 0; done < bytes;) {
+    const ssize_t r = pread(s.spill_fd_read, s.io + done, bytes - done, off_t(at + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      if (r == 0) errno = EIO;
+      return nullptr;
+    }
+    done += size_t(r);
+  }
+  return s.io;
+}
+
+bool write_at(int fd, const void* data, size_t n, uint64_t at) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (n) {
+    const ssize_t w = pwrite(fd, p, n, off_t(at));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    at += uint64_t(w);
+    n -= size_t(w);
+  }
+  return true;
+}
+
+// The collector: every finished chunk (full, or its window ended) goes to the spill file and
+// back to the pool. A failed write stops spilling (what is in memory stays there).
+void spill() {
+  State& s = g_state;
+  if (s.spill_fd < 0) return;
+  if (!still_ours(s.spill_fd)) {
+    s.spill_errno.store(EBADF, std::memory_order_relaxed);
+    s.spill_fd = s.spill_fd_read = -1;  // what went there is lost (a note says so)
+    return;
+  }
+  for (uint32_t c = 0; c < s.nchunks; ++c) {
+    if (!(s.busy[c / 64].load(std::memory_order_acquire) >> (c % 64) & 1)) continue;
+    uint32_t used = s.chunk_used[c].load(std::memory_order_acquire);
+    if (used == kFree) continue;  // claimed, not yet published
+    const ChunkOwner o = s.owner[c];
+    if (used != kChunk) {
+      if (o.window >= s.cfg.max_windows || s.windows[o.window].end_ns.load(std::memory_order_acquire) == 0)
+        continue;  // still being filled
+      used = s.chunk_used[c].load(std::memory_order_acquire);  // final now
+    }
+    if (s.nspilled.load(std::memory_order_relaxed) >= s.max_spilled) return;
+    const size_t rec_bytes = sizeof(profile::TraceAccessRecord) * used;
+    const size_t time_bytes = sizeof(uint64_t) * used;
+    const uint64_t at = s.spill_end;
+    if (!write_at(s.spill_fd, s.recs + size_t(c) * kChunk, rec_bytes, at) ||
+        !write_at(s.spill_fd, s.times + size_t(c) * kChunk, time_bytes, at + rec_bytes)) {
+      s.spill_errno.store(uint64_t(errno ? errno : EIO), std::memory_order_relaxed);
+      s.spill_fd = -1;
+      return;
+    }
+    s.spill_end = at + rec_bytes + time_bytes;
+    const uint32_t k = s.nspilled.load(std::memory_order_relaxed);
+    s.spilled[k] = {o.window, o.seq, used, 0, at};
+    s.nspilled.store(k + 1, std::memory_order_release);
+    s.spilled_accesses.fetch_add(used, std::memory_order_relaxed);
+    s.chunk_used[c].store(kFree, std::memory_order_relaxed);
+    s.busy[c / 64].fetch_and(~(uint64_t(1) << (c % 64)), std::memory_order_release);
+  }
 }
 
 }  // namespace
@@ -599,25 +774,60 @@ int init(const Config& c, ObjectLookup lookup, uint64_t own_lo, uint64_t own_hi)
   s.own_lo = own_lo;
   s.own_hi = own_hi;
   s.pid = getpid();
-  s.nchunks = c.max_accesses / kChunk;
-  const size_t win_bytes = sizeof(Window) * c.max_windows;
-  const size_t used_bytes = sizeof(std::atomic<uint32_t>) * s.nchunks;
-  const size_t scratch = sizeof(uint32_t) * (c.max_windows + s.nchunks);
-  const size_t rec_bytes = sizeof(profile::TraceAccessRecord) * size_t(s.nchunks) * kChunk;
-  const size_t time_bytes = sizeof(uint64_t) * size_t(s.nchunks) * kChunk;
-  s.mapped = win_bytes + used_bytes + scratch + rec_bytes + time_bytes;
+  // The pool: the accesses the store may hold, and half as much again for the unused ends of
+  // windows' last chunks (address space only: a chunk's pages are touched as it fills). A
+  // spill file keeps the resident part to the chunks being filled.
+  const uint32_t cap_chunks = c.max_accesses / kChunk;
+  s.nchunks = cap_chunks + cap_chunks / 2;
+  // Chunks spilled: at most the full ones the room allows and one partly filled per window.
+  s.max_spilled = cap_chunks + c.max_windows;
+  const size_t max_pieces = size_t(s.max_spilled) + s.nchunks;  // spilled + in memory
+  size_t at = 0;
+  auto place = [&at](size_t bytes) {
+    const size_t here = at;
+    at = (at + bytes + 63) & ~size_t(63);
+    return here;
+  };
+  const size_t o_windows = place(sizeof(Window) * c.max_windows);
+  const size_t o_used = place(sizeof(std::atomic<uint32_t>) * s.nchunks);
+  const size_t o_owner = place(sizeof(ChunkOwner) * s.nchunks);
+  const size_t o_busy = place(sizeof(std::atomic<uint64_t>) * ((s.nchunks + 63) / 64));
+  const size_t o_spilled = place(sizeof(Spilled) * s.max_spilled);
+  const size_t o_pieces = place(sizeof(Piece) * max_pieces);
+  const size_t o_per_window = place(sizeof(uint32_t) * c.max_windows);
+  const size_t o_io = place(sizeof(profile::TraceAccessRecord) * kChunk);
+  const size_t o_recs = place(sizeof(profile::TraceAccessRecord) * size_t(s.nchunks) * kChunk);
+  const size_t o_times = place(sizeof(uint64_t) * size_t(s.nchunks) * kChunk);
+  s.mapped = at;
   void* m = mmap(nullptr, s.mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (m == MAP_FAILED) return errno;
   s.base = m;
   auto* p = static_cast<uint8_t*>(m);
-  s.windows = new (p) Window[c.max_windows];
-  s.chunk_used = new (p + win_bytes) std::atomic<uint32_t>[s.nchunks];
-  s.per_window = reinterpret_cast<uint32_t*>(p + win_bytes + used_bytes);
-  s.used_snapshot = s.per_window + c.max_windows;
-  s.recs = reinterpret_cast<profile::TraceAccessRecord*>(p + win_bytes + used_bytes + scratch);
-  s.times = reinterpret_cast<uint64_t*>(p + win_bytes + used_bytes + scratch + rec_bytes);
+  s.windows = new (p + o_windows) Window[c.max_windows];
+  s.chunk_used = new (p + o_used) std::atomic<uint32_t>[s.nchunks];
+  for (uint32_t i = 0; i < s.nchunks; ++i) s.chunk_used[i].store(kFree, std::memory_order_relaxed);
+  s.owner = reinterpret_cast<ChunkOwner*>(p + o_owner);
+  s.busy = new (p + o_busy) std::atomic<uint64_t>[(s.nchunks + 63) / 64];
+  s.spilled = reinterpret_cast<Spilled*>(p + o_spilled);
+  s.pieces = reinterpret_cast<Piece*>(p + o_pieces);
+  s.per_window = reinterpret_cast<uint32_t*>(p + o_per_window);
+  s.io = p + o_io;
+  s.recs = reinterpret_cast<profile::TraceAccessRecord*>(p + o_recs);
+  s.times = reinterpret_cast<uint64_t*>(p + o_times);
+  s.room.store(int64_t(cap_chunks) * kChunk);
+  s.spill_fd = s.spill_fd_read = -1;
+  struct stat st{};
+  if (c.spill_fd >= 0 && fstat(c.spill_fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    s.spill_fd = s.spill_fd_read = c.spill_fd;
+    s.spill_dev = uint64_t(st.st_dev);
+    s.spill_ino = uint64_t(st.st_ino);
+  }
+  s.nspilled.store(0);
+  s.spill_end = 0;
+  s.spilled_accesses.store(0);
+  s.spill_errno.store(0);
+  s.npieces = 0;
   s.nwindows.store(0);
-  s.chunks_claimed.store(0);
   s.epoch.store(0);
   s.epoch_end.store(0);
   s.stepping.store(0);
@@ -693,6 +903,8 @@ bool start_here(ucontext_t* uc, uint32_t thread_index, uint64_t fs_base, uint64_
   s.joined.fetch_add(1, std::memory_order_relaxed);
   stepping_add(e, +1);
   t_tr.window = idx + 1;
+  t_tr.chunk = 0;
+  t_tr.chunk_seq = 0;
   t_lock_marks.stepping = 1;
   t_tr.left = s.cfg.steps;
   t_tr.running = false;
@@ -825,6 +1037,7 @@ void tick(uint64_t now) {
   // threads outside windows pay a trap at each breakpoint), and at once when a thread blocks
   // SIGTRAP or runs under seccomp (an int3 could kill it). A window still running natively
   // then misses its next trap and ends at a sample (check_lost).
+  spill();
   if (patches::live()) {
     const uint64_t last = s.last_run_ns.load(std::memory_order_relaxed);  // may be after `now`
     bool go = quiet || (now > last && now - last > kRunIdleNs);
@@ -879,6 +1092,7 @@ void forget_after_fork() {
   g_state.stopped.store(true);
   g_lock_period.store(0, std::memory_order_relaxed);
   t_tr.window = 0;
+  t_tr.chunk = 0;
   t_tr.running = false;
   t_lock_marks.stepping = 0;
   patches::remove_all(/*in_child=*/true);
@@ -890,17 +1104,19 @@ size_t window_count() {
 }
 
 size_t access_count() {
-  State& s = g_state;
-  uint32_t nc = s.chunks_claimed.load(std::memory_order_acquire);
-  if (nc > s.nchunks) nc = s.nchunks;
-  size_t n = 0;
-  for (uint32_t c = 0; c < nc; ++c) n += s.chunk_used[c].load(std::memory_order_acquire);
+  const State& s = g_state;
+  size_t n = s.spilled_accesses.load(std::memory_order_acquire);
+  for (uint32_t c = 0; c < s.nchunks; ++c) {
+    if (!(s.busy[c / 64].load(std::memory_order_acquire) >> (c % 64) & 1)) continue;
+    const uint32_t used = s.chunk_used[c].load(std::memory_order_acquire);
+    if (used != kFree) n += used;
+  }
   return n;
 }
 
 size_t export_windows(profile::TraceRecord* out, size_t max) {
   State& s = g_state;
-  const uint32_t nw = count_per_window();
+  const uint32_t nw = take_snapshot();
   size_t n = 0;
   for (uint32_t i = 0; i < nw && n < max; ++i, ++n) {
     const Window& w = s.windows[i];
@@ -919,33 +1135,53 @@ size_t export_windows(profile::TraceRecord* out, size_t max) {
   return n;
 }
 
+size_t snapshot_accesses() {
+  if (!g_state.snapshot) take_snapshot();
+  return g_state.snapshot_accesses;
+}
+
+namespace {
+// Every piece of the snapshot, records or times, through put.
+bool write_pieces(bool times, profile::PutBytes put, void* ctx) {
+  const State& s = g_state;
+  for (uint32_t i = 0; i < s.npieces; ++i) {
+    const Piece& p = s.pieces[i];
+    const void* d = piece_data(p, times);
+    if (!d) return false;
+    if (!put(ctx, d, p.count * (times ? sizeof(uint64_t) : sizeof(profile::TraceAccessRecord)))) return false;
+  }
+  return true;
+}
+}  // namespace
+
+bool write_accesses(profile::PutBytes put, void* ctx) {
+  if (!g_state.snapshot) take_snapshot();
+  return write_pieces(false, put, ctx);
+}
+
+bool write_times(profile::PutBytes put, void* ctx) {
+  if (!g_state.snapshot) take_snapshot();
+  return write_pieces(true, put, ctx);
+}
+
 size_t export_accesses(profile::TraceAccessRecord* out, uint64_t* times, size_t max) {
   State& s = g_state;
-  // The snapshot export_windows took, so that the two agree (else a fresh one).
-  const uint32_t nw = s.snapshot ? s.snapshot_windows : count_per_window();
+  if (!s.snapshot) take_snapshot();  // else the one export_windows took, so that the two agree
   s.snapshot = false;
-  // Prefix sums: where each window's accesses start in out (a counting sort by window, which
-  // keeps program order within a window: a thread's chunks are claimed in increasing order).
-  uint64_t total = 0;
-  for (uint32_t i = 0; i < nw; ++i) {
-    const uint32_t c = s.per_window[i];
-    s.per_window[i] = uint32_t(total);
-    total += c;
-  }
   size_t n = 0;
-  for (uint32_t c = 0; c < s.snapshot_chunks; ++c) {
-    for (uint32_t i = 0; i < s.used_snapshot[c]; ++i) {
-      const profile::TraceAccessRecord& r = s.recs[size_t(c) * kChunk + i];
-      if (r.window >= nw) continue;
-      const uint32_t at = s.per_window[r.window]++;
-      if (at < max) {
-        out[at] = r;
-        if (times) times[at] = s.times[size_t(c) * kChunk + i];
-        ++n;
-      }
+  for (uint32_t i = 0; i < s.npieces && n < max; ++i) {
+    const Piece& p = s.pieces[i];
+    const size_t k = std::min<size_t>(p.count, max - n);
+    const void* d = piece_data(p, false);
+    if (!d) break;
+    memcpy(out + n, d, k * sizeof *out);
+    if (times) {
+      if (!(d = piece_data(p, true))) break;
+      memcpy(times + n, d, k * sizeof *times);
     }
+    n += k;
   }
-  return n < total ? n : size_t(total);
+  return n;
 }
 
 Stats stats() {
@@ -964,6 +1200,8 @@ Stats stats() {
   st.breakpoints_armed = p.armed;
   st.breakpoints_refused = p.refused;
   st.breakpoint_strays = p.strays;
+  st.spilled = s.spilled_accesses.load();
+  st.spill_errno = s.spill_errno.load();
   return st;
 }
 

@@ -101,7 +101,13 @@ struct Config {
   // (WHYMISS_TRACE_RUNS=0), as before runs.
   bool runs = true;
   uint32_t max_windows = 8192;
-  uint32_t max_accesses = 1u << 21;  // 64 MiB of address space, touched as used
+  // The accesses the store takes in all (40 bytes each: the record and its time); past them a
+  // window ends (TraceEnd::Full).
+  uint32_t max_accesses = 1u << 21;
+  // A file the collector writes finished chunks of accesses to (read and write, e.g. an
+  // O_TMPFILE beside the profile), so that only the chunks being filled stay in memory: without
+  // one, every traced access stays in memory until exit. Not closed by this module. -1: none.
+  int spill_fd = -1;
   uint64_t seed = 1;
   // SIGTRAPs that are not steps of a window: `forward` runs the program's disposition (the
   // runtime keeps the program's SIGTRAP requests aside, signal_guard.h); without it, the
@@ -148,13 +154,21 @@ void modules_changing();
 // In a forked child: never records (the parent's windows are the profile's).
 void forget_after_fork();
 
-// Results (after stop(); windows still stepping are exported as they are).
+// Results (after stop(); windows still stepping are exported as they are). export_windows
+// takes a snapshot of the store that the calls after it export (so that each window's access
+// count matches the accesses); without one, they take their own.
 size_t window_count();
 size_t access_count();
 size_t export_windows(profile::TraceRecord* out, size_t max);
 // Grouped by window, in program order within each; times (if not null, `max` entries) gets when
-// each ran (CLOCK_MONOTONIC ns), in the same order.
+// each ran (CLOCK_MONOTONIC ns), in the same order. Ends the snapshot.
 size_t export_accesses(profile::TraceAccessRecord* out, uint64_t* times, size_t max);
+// The same records, and their times, streamed from the store and the spill file through put
+// without a copy of them all (profile::SectionData::produce); the snapshot stays, so that each
+// can run twice. False when a put failed or the spill file could not be read (errno).
+size_t snapshot_accesses();
+bool write_accesses(profile::PutBytes put, void* ctx);
+bool write_times(profile::PutBytes put, void* ctx);
 
 // pthread mutex hand-overs (soft/lock_hooks.cpp interposes the calls and reports here). A call
 // is *accounted* only while its thread is stepping or during a native accounting period (the
@@ -200,6 +214,8 @@ struct Stats {
   uint64_t run_traps = 0;      // stretches recorded ahead and run natively (one trap each) ...
   uint64_t run_steps = 0;      // ... and their instructions
   uint64_t breakpoints_armed = 0, breakpoints_refused = 0, breakpoint_strays = 0;
+  uint64_t spilled = 0;        // accesses written to the spill file
+  uint64_t spill_errno = 0;    // why spilling stopped (a failed write), 0 if it did not
 };
 Stats stats();
 
