@@ -161,6 +161,24 @@ void write_profile(int term_signal) {
   if (g.capture_on) soft::capture::stop();
 #endif
   if (g.trace_on) soft::trace::stop();
+  // Full-trace windows: windows first (their access counts, and the snapshot of the store; before
+  // the notes, which say what the snapshot found), then the accesses and their times, streamed
+  // from the store and its spill file into the profile (a copy of them would double their
+  // memory at exit).
+  profile::TraceRecord* traces = nullptr;
+  size_t ntr = 0, nta = 0;
+  if (g.trace_on) {
+    const size_t wc = soft::trace::window_count();
+    traces = alloc_array<profile::TraceRecord>(wc);
+    if (traces) ntr = soft::trace::export_windows(traces, wc);
+    if (traces) nta = soft::trace::snapshot_accesses();  // accesses name windows: none without them
+  }
+  using Producer = bool (*)(const void*, profile::PutBytes, void*);
+  Producer accesses = nullptr, times = nullptr;  // none when nothing is exported (0 bytes)
+  if (nta) {
+    accesses = [](const void*, profile::PutBytes put, void* ctx) { return soft::trace::write_accesses(put, ctx); };
+    times = [](const void*, profile::PutBytes put, void* ctx) { return soft::trace::write_times(put, ctx); };
+  }
   end_notes(meta);
 
   // Samples, sorted by time.
@@ -183,19 +201,6 @@ void write_profile(int term_signal) {
   }
 #endif
 
-  // Full-trace windows: windows first (their access counts, and the snapshot of the store),
-  // then the accesses and their times, streamed from the store and its spill file into the
-  // profile (a copy of them would double their memory at exit).
-  profile::TraceRecord* traces = nullptr;
-  size_t ntr = 0, nta = 0;
-  if (g.trace_on) {
-    const size_t wc = soft::trace::window_count();
-    traces = alloc_array<profile::TraceRecord>(wc);
-    if (traces) ntr = soft::trace::export_windows(traces, wc);
-    if (traces) nta = soft::trace::snapshot_accesses();  // accesses name windows: none without them
-  }
-  auto accesses = [](const void*, profile::PutBytes put, void* ctx) { return soft::trace::write_accesses(put, ctx); };
-  auto times = [](const void*, profile::PutBytes put, void* ctx) { return soft::trace::write_times(put, ctx); };
   profile::LockInfoRecord locks{};
   const size_t nlocks = g.trace_on && soft::trace::export_locks(&locks) ? 1 : 0;
 

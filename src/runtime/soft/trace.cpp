@@ -626,25 +626,40 @@ void on_sigtrap(int, siginfo_t* si, void* ctx) {
 }
 
 // Whether fd is still the spill file (the program may have closed it and opened another file
-// under the same number: that one is never written or read).
-bool still_ours(int fd) {
+// under the same number: that one is never written or read). The inode number alone does not
+// tell: the one a closed unnamed file freed is the next one a file system like ext4 hands out,
+// and the descriptor number too. So also: no name (an O_TMPFILE opened with O_EXCL never gets
+// one; a file the program created has one), and exactly the bytes written (`exact`: before a
+// write) or at least them (after a failed write).
+bool still_ours(int fd, bool exact) {
   struct stat st{};
-  return fd >= 0 && fstat(fd, &st) == 0 && uint64_t(st.st_dev) == g_state.spill_dev &&
-         uint64_t(st.st_ino) == g_state.spill_ino;
+  if (fd < 0 || fstat(fd, &st) != 0) return false;
+  const State& s = g_state;
+  return uint64_t(st.st_dev) == s.spill_dev && uint64_t(st.st_ino) == s.spill_ino && st.st_nlink == 0 &&
+         (exact ? uint64_t(st.st_size) == s.spill_end : uint64_t(st.st_size) >= s.spill_end);
 }
 
 // The snapshot every export uses (so that windows' access counts and the accesses agree, and
 // a section written twice gives the same bytes): every chunk of accesses, spilled or in memory,
 // as a piece, sorted by window and by chunk within it (program order), and the accesses per
-// window into s.per_window. A chunk spilled while the snapshot was taken may appear both ways:
-// one copy is kept. Returns the number of windows exported.
-uint32_t take_snapshot() {
+// window into s.per_window. The pool is read before the spilled list: a chunk spilled meanwhile
+// (only if the collector outlived finish()'s wait) then appears both ways, and one copy is kept,
+// never neither. At most max_windows windows. Returns the number of windows exported.
+uint32_t take_snapshot(uint32_t max_windows = ~0u) {
   State& s = g_state;
   uint32_t nw = s.nwindows.load(std::memory_order_acquire);
   if (nw > s.cfg.max_windows) nw = s.cfg.max_windows;
+  if (nw > max_windows) nw = max_windows;
   if (!s.per_window) return 0;
   uint32_t n = 0;
-  if (s.spill_fd_read >= 0 && !still_ours(s.spill_fd_read)) {
+  for (uint32_t c = 0; c < s.nchunks; ++c) {
+    if (!(s.busy[c / 64].load(std::memory_order_acquire) >> (c % 64) & 1)) continue;
+    const uint32_t used = s.chunk_used[c].load(std::memory_order_acquire);
+    if (used == kFree || used == 0) continue;
+    const ChunkOwner o = s.owner[c];
+    if (o.window < nw) s.pieces[n++] = {o.window, o.seq, used, c, 0};
+  }
+  if (s.spill_fd_read >= 0 && !still_ours(s.spill_fd_read, /*exact=*/false)) {
     s.spill_errno.store(EBADF, std::memory_order_relaxed);
     s.spill_fd = s.spill_fd_read = -1;
   }
@@ -652,13 +667,6 @@ uint32_t take_snapshot() {
   for (uint32_t i = 0; i < ns; ++i) {
     const Spilled& f = s.spilled[i];
     if (f.window < nw && f.count) s.pieces[n++] = {f.window, f.seq, f.count, kNoChunk, f.offset};
-  }
-  for (uint32_t c = 0; c < s.nchunks; ++c) {
-    if (!(s.busy[c / 64].load(std::memory_order_acquire) >> (c % 64) & 1)) continue;
-    const uint32_t used = s.chunk_used[c].load(std::memory_order_acquire);
-    if (used == kFree || used == 0) continue;
-    const ChunkOwner o = s.owner[c];
-    if (o.window < nw) s.pieces[n++] = {o.window, o.seq, used, c, 0};
   }
   std::sort(s.pieces, s.pieces + n, [](const Piece& a, const Piece& b) {
     return a.window != b.window ? a.window < b.window : a.seq < b.seq;
@@ -715,16 +723,14 @@ bool write_at(int fd, const void* data, size_t n, uint64_t at) {
 }
 
 // The collector: every finished chunk (full, or its window ended) goes to the spill file and
-// back to the pool. A failed write stops spilling (what is in memory stays there).
+// back to the pool. A failed write stops spilling (what is in memory stays there). At most
+// kSpillPerTick chunks a tick: the tick holds the lock a fork() of the program waits for.
+constexpr uint32_t kSpillPerTick = 64;  // 5 MiB
+
 void spill() {
   State& s = g_state;
-  if (s.spill_fd < 0) return;
-  if (!still_ours(s.spill_fd)) {
-    s.spill_errno.store(EBADF, std::memory_order_relaxed);
-    s.spill_fd = s.spill_fd_read = -1;  // what went there is lost (a note says so)
-    return;
-  }
-  for (uint32_t c = 0; c < s.nchunks; ++c) {
+  uint32_t budget = kSpillPerTick;
+  for (uint32_t c = 0; c < s.nchunks && s.spill_fd >= 0 && budget; ++c) {
     if (!(s.busy[c / 64].load(std::memory_order_acquire) >> (c % 64) & 1)) continue;
     uint32_t used = s.chunk_used[c].load(std::memory_order_acquire);
     if (used == kFree) continue;  // claimed, not yet published
@@ -735,6 +741,12 @@ void spill() {
       used = s.chunk_used[c].load(std::memory_order_acquire);  // final now
     }
     if (s.nspilled.load(std::memory_order_relaxed) >= s.max_spilled) return;
+    if (!still_ours(s.spill_fd, /*exact=*/true)) {  // before every write: the program may close it
+      s.spill_errno.store(EBADF, std::memory_order_relaxed);
+      s.spill_fd = s.spill_fd_read = -1;  // what went there is lost (a note says so)
+      return;
+    }
+    --budget;
     const size_t rec_bytes = sizeof(profile::TraceAccessRecord) * used;
     const size_t time_bytes = sizeof(uint64_t) * used;
     const uint64_t at = s.spill_end;
@@ -774,11 +786,13 @@ int init(const Config& c, ObjectLookup lookup, uint64_t own_lo, uint64_t own_hi)
   s.own_lo = own_lo;
   s.own_hi = own_hi;
   s.pid = getpid();
-  // The pool: the accesses the store may hold, and half as much again for the unused ends of
-  // windows' last chunks (address space only: a chunk's pages are touched as it fills). A
-  // spill file keeps the resident part to the chunks being filled.
+  // The pool: the accesses the store may hold, and as much again for the unused ends of
+  // windows' last chunks when nothing is spilled (a window claims chunks of its own: a
+  // thousand windows of a few accesses each still fit). Address space only: a chunk's pages
+  // are touched as it fills, and a spill file keeps the resident part to the chunks being
+  // filled.
   const uint32_t cap_chunks = c.max_accesses / kChunk;
-  s.nchunks = cap_chunks + cap_chunks / 2;
+  s.nchunks = 2 * cap_chunks;
   // Chunks spilled: at most the full ones the room allows and one partly filled per window.
   s.max_spilled = cap_chunks + c.max_windows;
   const size_t max_pieces = size_t(s.max_spilled) + s.nchunks;  // spilled + in memory
@@ -817,7 +831,8 @@ int init(const Config& c, ObjectLookup lookup, uint64_t own_lo, uint64_t own_hi)
   s.room.store(int64_t(cap_chunks) * kChunk);
   s.spill_fd = s.spill_fd_read = -1;
   struct stat st{};
-  if (c.spill_fd >= 0 && fstat(c.spill_fd, &st) == 0 && S_ISREG(st.st_mode)) {
+  if (c.spill_fd >= 0 && fstat(c.spill_fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 0 &&
+      st.st_size == 0) {
     s.spill_fd = s.spill_fd_read = c.spill_fd;
     s.spill_dev = uint64_t(st.st_dev);
     s.spill_ino = uint64_t(st.st_ino);
@@ -1096,6 +1111,11 @@ void forget_after_fork() {
   t_tr.running = false;
   t_lock_marks.stepping = 0;
   patches::remove_all(/*in_child=*/true);
+  // The child never exports (the parent's windows are the profile's): a long-lived child must
+  // not keep the unnamed file's blocks allocated. Only if the number is still that file.
+  State& s = g_state;
+  if (s.spill_fd_read >= 0 && still_ours(s.spill_fd_read, /*exact=*/false)) close(s.spill_fd_read);
+  s.spill_fd = s.spill_fd_read = -1;
 }
 
 size_t window_count() {
@@ -1116,7 +1136,7 @@ size_t access_count() {
 
 size_t export_windows(profile::TraceRecord* out, size_t max) {
   State& s = g_state;
-  const uint32_t nw = take_snapshot();
+  const uint32_t nw = take_snapshot(uint32_t(std::min<size_t>(max, ~0u)));
   size_t n = 0;
   for (uint32_t i = 0; i < nw && n < max; ++i, ++n) {
     const Window& w = s.windows[i];

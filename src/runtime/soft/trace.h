@@ -106,7 +106,8 @@ struct Config {
   uint32_t max_accesses = 1u << 21;
   // A file the collector writes finished chunks of accesses to (read and write, e.g. an
   // O_TMPFILE beside the profile), so that only the chunks being filled stay in memory: without
-  // one, every traced access stays in memory until exit. Not closed by this module. -1: none.
+  // one, every traced access stays in memory until exit. Closed by this module only in a forked
+  // child (forget_after_fork). -1: none.
   int spill_fd = -1;
   uint64_t seed = 1;
   // SIGTRAPs that are not steps of a window: `forward` runs the program's disposition (the
