@@ -99,9 +99,11 @@ void end_notes(const profile::MetaRecord& meta) {
                  .s(" single-stepped; ").u(t.stray_traps + t.breakpoint_strays)
                  .s(" stray traps; an instruction cost ~").u(t.step_cost_ns).s(" ns; ").u(t.spilled)
                  .s(" accesses kept in a temporary file until exit").c_str());
-    if (t.spill_errno == EBADF)
+    if (t.spill_errno == EBADF && t.spilled)
       add_note(1, Text().s("the program closed whymiss's temporary trace file: the ").u(t.spilled)
                       .s(" traced accesses kept there are not in the profile").c_str());
+    else if (t.spill_errno == EBADF)
+      add_note(0, "the program closed whymiss's temporary trace file; the traced accesses stayed in memory");
     else if (t.spill_errno)
       add_note(0, Text().s("writing traced accesses to a temporary file failed (errno ").u(t.spill_errno)
                       .s("); the later ones stayed in memory").c_str());
