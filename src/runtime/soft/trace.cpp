@@ -12,7 +12,6 @@
 
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -95,7 +94,6 @@ struct State {
   uint32_t npieces = 0;
   uint32_t* per_window = nullptr;
   uint64_t snapshot_accesses = 0;
-  uint32_t snapshot_windows = 0;
   bool snapshot = false;  // export_windows took it; export_accesses and write_* use the same
   uint8_t* io = nullptr;  // one chunk's records or times read back from the spill file
   size_t mapped = 0;
@@ -625,6 +623,20 @@ void on_sigtrap(int, siginfo_t* si, void* ctx) {
   errno = saved_errno;
 }
 
+// A chunk's fill count if a window claimed and published it and it is not spilled, else kFree.
+uint32_t fill_of(uint32_t c) {
+  const State& s = g_state;
+  if (!(s.busy[c / 64].load(std::memory_order_acquire) >> (c % 64) & 1)) return kFree;
+  return s.chunk_used[c].load(std::memory_order_acquire);
+}
+
+// The spill file's descriptor is no longer that file: nothing goes there or comes back from it
+// again (what went there is lost; a note says so).
+void lose_spill_file() {
+  g_state.spill_errno.store(EBADF, std::memory_order_relaxed);
+  g_state.spill_fd = g_state.spill_fd_read = -1;
+}
+
 // Whether fd is still the spill file (the program may have closed it and opened another file
 // under the same number: that one is never written or read). The inode number alone does not
 // tell: the one a closed unnamed file freed is the next one a file system like ext4 hands out,
@@ -653,16 +665,12 @@ uint32_t take_snapshot(uint32_t max_windows = ~0u) {
   if (!s.per_window) return 0;
   uint32_t n = 0;
   for (uint32_t c = 0; c < s.nchunks; ++c) {
-    if (!(s.busy[c / 64].load(std::memory_order_acquire) >> (c % 64) & 1)) continue;
-    const uint32_t used = s.chunk_used[c].load(std::memory_order_acquire);
+    const uint32_t used = fill_of(c);
     if (used == kFree || used == 0) continue;
     const ChunkOwner o = s.owner[c];
     if (o.window < nw) s.pieces[n++] = {o.window, o.seq, used, c, 0};
   }
-  if (s.spill_fd_read >= 0 && !still_ours(s.spill_fd_read, /*exact=*/false)) {
-    s.spill_errno.store(EBADF, std::memory_order_relaxed);
-    s.spill_fd = s.spill_fd_read = -1;
-  }
+  if (s.spill_fd_read >= 0 && !still_ours(s.spill_fd_read, /*exact=*/false)) lose_spill_file();
   const uint32_t ns = s.spill_fd_read >= 0 ? s.nspilled.load(std::memory_order_acquire) : 0;
   for (uint32_t i = 0; i < ns; ++i) {
     const Spilled& f = s.spilled[i];
@@ -682,7 +690,6 @@ uint32_t take_snapshot(uint32_t max_windows = ~0u) {
     s.per_window[s.pieces[i].window] += s.pieces[i].count;
     s.snapshot_accesses += s.pieces[i].count;
   }
-  s.snapshot_windows = nw;
   s.snapshot = true;
   return nw;
 }
@@ -731,9 +738,8 @@ void spill() {
   State& s = g_state;
   uint32_t budget = kSpillPerTick;
   for (uint32_t c = 0; c < s.nchunks && s.spill_fd >= 0 && budget; ++c) {
-    if (!(s.busy[c / 64].load(std::memory_order_acquire) >> (c % 64) & 1)) continue;
-    uint32_t used = s.chunk_used[c].load(std::memory_order_acquire);
-    if (used == kFree) continue;  // claimed, not yet published
+    uint32_t used = fill_of(c);
+    if (used == kFree) continue;  // free, or claimed and not yet published
     const ChunkOwner o = s.owner[c];
     if (used != kChunk) {
       if (o.window >= s.cfg.max_windows || s.windows[o.window].end_ns.load(std::memory_order_acquire) == 0)
@@ -742,8 +748,7 @@ void spill() {
     }
     if (s.nspilled.load(std::memory_order_relaxed) >= s.max_spilled) return;
     if (!still_ours(s.spill_fd, /*exact=*/true)) {  // before every write: the program may close it
-      s.spill_errno.store(EBADF, std::memory_order_relaxed);
-      s.spill_fd = s.spill_fd_read = -1;  // what went there is lost (a note says so)
+      lose_spill_file();
       return;
     }
     --budget;
@@ -1126,11 +1131,8 @@ size_t window_count() {
 size_t access_count() {
   const State& s = g_state;
   size_t n = s.spilled_accesses.load(std::memory_order_acquire);
-  for (uint32_t c = 0; c < s.nchunks; ++c) {
-    if (!(s.busy[c / 64].load(std::memory_order_acquire) >> (c % 64) & 1)) continue;
-    const uint32_t used = s.chunk_used[c].load(std::memory_order_acquire);
-    if (used != kFree) n += used;
-  }
+  for (uint32_t c = 0; c < s.nchunks; ++c)
+    if (const uint32_t used = fill_of(c); used != kFree) n += used;
   return n;
 }
 
@@ -1161,9 +1163,10 @@ size_t snapshot_accesses() {
 }
 
 namespace {
-// Every piece of the snapshot, records or times, through put.
+// Every piece of the snapshot (export_windows's, else a new one), records or times, through put.
 bool write_pieces(bool times, profile::PutBytes put, void* ctx) {
   const State& s = g_state;
+  if (!s.snapshot) take_snapshot();
   for (uint32_t i = 0; i < s.npieces; ++i) {
     const Piece& p = s.pieces[i];
     const void* d = piece_data(p, times);
@@ -1174,15 +1177,9 @@ bool write_pieces(bool times, profile::PutBytes put, void* ctx) {
 }
 }  // namespace
 
-bool write_accesses(profile::PutBytes put, void* ctx) {
-  if (!g_state.snapshot) take_snapshot();
-  return write_pieces(false, put, ctx);
-}
+bool write_accesses(profile::PutBytes put, void* ctx) { return write_pieces(false, put, ctx); }
 
-bool write_times(profile::PutBytes put, void* ctx) {
-  if (!g_state.snapshot) take_snapshot();
-  return write_pieces(true, put, ctx);
-}
+bool write_times(profile::PutBytes put, void* ctx) { return write_pieces(true, put, ctx); }
 
 size_t export_accesses(profile::TraceAccessRecord* out, uint64_t* times, size_t max) {
   State& s = g_state;
