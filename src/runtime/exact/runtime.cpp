@@ -156,6 +156,11 @@ struct Global {
   // The relay runs: only its thread touches the simulator, which then needs no locks.
   bool relay_mode = false;
   relay::Knobs relay_knobs;  // from the environment, read by init()
+  // WHYMISS_INTERLEAVE=locks (experimental, for #21's measurements; docs/parallel-sim.md): no
+  // relay; every thread simulates its own accesses inline under the simulator's shard locks (the
+  // fallback when the relay cannot start), so threads interleave in host order, not access by
+  // access.
+  bool no_relay = false;
   std::atomic<bool> written{false};  // the profile is on disk (see finish)
   uint32_t policy = 0, inclusive = 1;
   char output[4096] = {};
@@ -313,6 +318,7 @@ void init() {
     for (; *c >= '0' && *c <= '9'; ++c) v = v < 19 ? v * 10 + (*c - '0') : 19;
     if (*c == '\0') g.relay_knobs.nice = v < 19 ? v : 19;
   }
+  if (const char* m = std::getenv("WHYMISS_INTERLEAVE"); m && std::strcmp(m, "locks") == 0) g.no_relay = true;
   g.relay_mode = threaded && start_relay();
   if (g.relay_mode) g.sim->set_concurrent(false);  // the relay is the simulator's only caller
   g.nlevels = geo.levels.size();
@@ -904,6 +910,7 @@ void relay_retire(void* owner) {
 // while the process has one recording thread: at init, or in its first pthread_create.
 bool start_relay() {
   Inside in;
+  if (g.no_relay) return false;
   if (!relay::start(relay::Client{relay_simulate, relay_retire}, g.relay_knobs)) return false;
   if (ThreadState* self = t_state) {
     t_hit = HitPath{};
@@ -1095,8 +1102,15 @@ void finish(int term_signal) {
   }
   meta.threads_seen = nthreads;
   meta.folded = nthreads > g.cores;
-  profile::NoteRecord notes[1];
+  profile::NoteRecord notes[2];
   size_t nnotes = 0;
+  if (nthreads > 1 && !g.relay_mode && strings.data) {
+    // Why the sharing counts may differ from run to run: no relay put the threads' accesses in
+    // turn (WHYMISS_INTERLEAVE=locks, or the relay thread could not start).
+    notes[nnotes++] = {strings.add(g.no_relay
+        ? "threads simulated their own accesses under locks (WHYMISS_INTERLEAVE=locks): they interleave in host order, not access by access, so sharing counts depend on how the threads ran"
+        : "the relay thread could not start: threads simulated their own accesses under locks, in host order, not access by access, so sharing counts depend on how the threads ran"), 1};
+  }
   if (uint64_t n = g.threads_without_core.load(); n && strings.data) {
     char text[768];
     std::snprintf(text, sizeof text, "%llu thread%s not recorded (%s accesses are dropped): %s",
