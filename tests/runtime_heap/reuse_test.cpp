@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/exact/reuse.h"
@@ -284,6 +285,55 @@ TEST(ReuseTracker, HistogramsMatchNaiveStacksAtAllThreeLineSizes) {
     EXPECT_EQ(info[i].dropped, 0u);
     EXPECT_EQ(info[i].lines, live[i]) << lines[i];
   }
+}
+
+TEST(ReuseTracker, ConcurrentProducersHaveEveryAccessInTheCurves) {
+  // Threads calling access() at the same time (exact mode without the relay) batch their events
+  // per thread; the export must still hold every access once: four threads, each on lines of its
+  // own, a count that leaves a partial batch behind, all exited before the export.
+  Knobs k;
+  k.thread = kQueued;
+  k.worker = kWorker;
+  k.rate_shift = k.half_rate_shift = kRateShift;
+  ASSERT_TRUE(start(6, k));
+  constexpr int kThreads = 4;
+  constexpr uint64_t kPerThread = 10007, kLines = 300;  // 10007 = 156 x 64 + 23
+  const double w = double(uint32_t(1) << kRateShift);
+  auto follows = [](uint64_t line) {
+    return LruStack::hash_of(line) < ((uint32_t(1) << LruStack::kHashBits) >> kRateShift);
+  };
+  auto line_of = [](int t, uint64_t i) { return (uint64_t(t + 1) << 20) + (i * 7) % kLines; };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([t, &line_of] {
+      for (uint64_t i = 0; i < kPerThread; ++i) access(0x401000 + t * 4, line_of(t, i) << 6, 8, true);
+    });
+  for (auto& th : threads) th.join();
+  double want_all = 0, want_cold = 0, want_ip[kThreads] = {};
+  for (int t = 0; t < kThreads; ++t) {
+    std::vector<bool> seen(kLines);
+    for (uint64_t i = 0; i < kPerThread; ++i) {
+      const uint64_t line = line_of(t, i);
+      if (!follows(line)) continue;
+      want_all += w, want_ip[t] += w;
+      if (!seen[line % kLines]) seen[line % kLines] = true, want_cold += w;
+    }
+  }
+  std::vector<profile::ReuseRecord> recs(record_count());
+  ASSERT_EQ(export_records(recs.data(), recs.size()), recs.size());
+  int checked = 0;
+  for (const auto& r : recs) {
+    if (r.scope == profile::kReuseProgram && r.line_bytes == 64) {
+      EXPECT_EQ(r.weighted, want_all);
+      EXPECT_EQ(r.cold, want_cold);
+      ++checked;
+    }
+    if (r.scope == profile::kReuseInstruction && r.key >= 0x401000 && r.key < 0x401000 + 4 * kThreads) {
+      EXPECT_EQ(r.weighted, want_ip[(r.key - 0x401000) / 4]) << std::hex << r.key;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 1 + kThreads);
 }
 
 TEST(ReuseTracker, HalfLineKnobWords) {

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -247,6 +248,24 @@ constexpr uint32_t kBuffers = 8;
 constexpr uint64_t kSwitch = uint64_t(1) << 63;  // a half switch (half_switch): `half` alone
 constexpr uint64_t kSpans = uint64_t(1) << 62;   // the access spans both halves of its line
 
+// Producers that run at the same time (the simulator concurrent, no relay: WHYMISS_INTERLEAVE=
+// locks, or the relay could not start) each fill a batch of their own and take `plock` once per
+// kBatch accesses, not once per access: a lock word written by every thread per access was a
+// host-line transfer per access (bench/README.md, "Thread scaling"). Threads' accesses then reach
+// the stream in runs of up to kBatch (their order is host order anyway). A batch belongs to one
+// thread for the process's life (never reused: a thread that exited leaves its last events for
+// the export); past kMaxBatches threads, producers take the lock per access as before.
+constexpr uint32_t kBatch = 64;
+constexpr uint32_t kMaxBatches = 1024;
+struct alignas(64) Batch {
+  std::atomic<uint32_t> n{0};  // stored after the event, as Feed::events (an export reads both)
+  Event ev[kBatch];
+};
+Batch g_batches[kMaxBatches];  // 1 MiB of zero pages, touched only by threads that batch
+std::atomic<uint32_t> g_batches_used{0};
+constinit thread_local Batch* t_batch __attribute__((tls_model("initial-exec"))) = nullptr;
+Batch* const kNoBatch = reinterpret_cast<Batch*>(uintptr_t(1));  // the pool ran out
+
 Histogram* histogram_of(uint64_t ip) {
   if (ip == g.last_ip) return g.last_hist;
   Histogram* h = nullptr;
@@ -417,6 +436,24 @@ inline void put(uint64_t ip, uint64_t half) {
   if ((n + 1) % kEvents == 0) publish((n + 1) / kEvents);
 }
 
+// Moves a batch's events to the feed. Under plock.
+void drain_batch(Batch& b) {
+  const uint32_t n = b.n.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < n; ++i) put(b.ev[i].ip, b.ev[i].half);
+  b.n.store(0, std::memory_order_relaxed);
+}
+
+// This thread's batch; nullptr when the pool is used up.
+inline Batch* own_batch() {
+  Batch* b = t_batch;
+  if (__builtin_expect(b == nullptr, 0)) {
+    const uint32_t i = g_batches_used.fetch_add(1, std::memory_order_relaxed);
+    b = t_batch = i < kMaxBatches ? &g_batches[i] : kNoBatch;
+  }
+  return b == kNoBatch ? nullptr : b;
+}
+
+
 // The worker: applies each buffer as it is queued, and sleeps while none is (woken by
 // publish() or an export). Runs with every signal blocked, allocating (the stacks' growth) from
 // the runtime's private heap.
@@ -526,6 +563,20 @@ void access(uint64_t ip, uint64_t addr, uint32_t size, bool concurrent) noexcept
   const uint64_t base = (spans ? addr + size - 1 : addr) & g_half.mask.load(std::memory_order_relaxed);
   const uint64_t tagged = ip | (spans ? kSpans : 0);
   if (g_feed.bufs) {  // the worker applies it (its sampling test too: the thresholds are its state)
+    // Concurrent producers batch (above). `g_half.base` is left alone: only the single-threaded
+    // hit path reads it (on_hit), and a store per access from every thread cost a transfer each.
+    if (Batch* b = concurrent ? own_batch() : nullptr) {
+      const uint32_t n = b->n.load(std::memory_order_relaxed);
+      b->ev[n].ip = tagged;
+      b->ev[n].half = half;
+      b->n.store(n + 1, std::memory_order_release);
+      if (n + 1 == kBatch) {
+        g_feed.plock.lock();
+        drain_batch(*b);
+        g_feed.plock.unlock();
+      }
+      return;
+    }
     if (concurrent) g_feed.plock.lock();
     if (g.nstacks == 3) g_half.base.store(base, std::memory_order_relaxed);
     put(tagged, half);
@@ -587,6 +638,18 @@ struct ExportLock {
       const uint64_t n = g_feed.events;
       apply_queued(n / kEvents, 0);
       apply(buffer(n / kEvents), uint32_t(n % kEvents));
+      // Then the concurrent producers' batches (the latest events), applied here under g.lock
+      // (through put() a full buffer would take it again). Not while plock is held: a batching
+      // thread finish() gave up waiting for may be moving its batch, and is not waited for.
+      if (g_batches_used.load(std::memory_order_acquire) != 0 && g_feed.plock.try_lock()) {
+        const uint32_t used = std::min(g_batches_used.load(std::memory_order_acquire), kMaxBatches);
+        for (uint32_t i = 0; i < used; ++i) {
+          const uint32_t k = g_batches[i].n.load(std::memory_order_acquire);
+          if (k != 0) apply(g_batches[i].ev, k);
+          g_batches[i].n.store(0, std::memory_order_relaxed);
+        }
+        g_feed.plock.unlock();
+      }
       g_drain.flushed = true;
       g_drain.stop.store(true, std::memory_order_seq_cst);
       wake_worker();
