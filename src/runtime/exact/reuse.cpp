@@ -251,10 +251,12 @@ constexpr uint64_t kSpans = uint64_t(1) << 62;   // the access spans both halves
 // Producers that run at the same time (the simulator concurrent, no relay: WHYMISS_INTERLEAVE=
 // locks, or the relay could not start) each fill a batch of their own and take `plock` once per
 // kBatch accesses, not once per access: a lock word written by every thread per access was a
-// host-line transfer per access (bench/README.md, "Thread scaling"). Threads' accesses then reach
-// the stream in runs of up to kBatch (their order is host order anyway). A batch belongs to one
-// thread for the process's life (never reused: a thread that exited leaves its last events for
-// the export); past kMaxBatches threads, producers take the lock per access as before.
+// host-line transfer per access (bench/README.md, "Thread scaling"). A thread's accesses then
+// reach the stream in runs of up to kBatch, later than host order by as long as the thread takes
+// to make its next ones (a thread that blocks holds up to kBatch - 1 of them until it runs again;
+// thread_done() moves them when it exits, the export those of threads still alive). A batch
+// belongs to one thread for the process's life (not reused); past kMaxBatches threads, producers
+// take the lock per access as before and store g_half.base, as does the tracker without a worker.
 constexpr uint32_t kBatch = 64;
 constexpr uint32_t kMaxBatches = 1024;
 struct alignas(64) Batch {
@@ -595,6 +597,14 @@ void access(uint64_t ip, uint64_t addr, uint32_t size, bool concurrent) noexcept
   if (concurrent) g.lock.unlock();
 }
 
+void thread_done() noexcept {
+  Batch* b = t_batch;
+  if (b == nullptr || b == kNoBatch || b->n.load(std::memory_order_relaxed) == 0) return;
+  g_feed.plock.lock();
+  drain_batch(*b);
+  g_feed.plock.unlock();
+}
+
 void half_span(uint64_t last) noexcept {
   if (g.nstacks != 3) return;
   g_feed.half_spans.fetch_add(1, std::memory_order_relaxed);
@@ -638,7 +648,7 @@ struct ExportLock {
       const uint64_t n = g_feed.events;
       apply_queued(n / kEvents, 0);
       apply(buffer(n / kEvents), uint32_t(n % kEvents));
-      // Then the concurrent producers' batches (the latest events), applied here under g.lock
+      // Then the concurrent producers' batches (each thread's latest events), applied here under g.lock
       // (through put() a full buffer would take it again). Not while plock is held: a batching
       // thread finish() gave up waiting for may be moving its batch, and is not waited for.
       if (g_batches_used.load(std::memory_order_acquire) != 0 && g_feed.plock.try_lock()) {

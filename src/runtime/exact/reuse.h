@@ -24,7 +24,9 @@
 //
 // Threading: all threads' accesses form one stream, as a cache they all shared would see them.
 // access() takes a spinlock only when told the simulator runs concurrently (without the relay,
-// several threads call it at once); otherwise its callers are already serialised. With
+// several threads call it at once), and with the worker then only once per 64 of a thread's
+// accesses (per-thread batches: a thread's accesses join the stream up to 63 accesses late);
+// otherwise its callers are already serialised. With
 // Knobs::thread (exact mode's default) the stacks are the work of a thread of their own: access()
 // and the hit path's half switches append an event to a 64 KiB buffer, and the worker applies
 // full buffers in order, so the curves are those of applying them at once. On a machine with a
@@ -96,8 +98,10 @@ bool worker_running() noexcept;
 // One access by instruction `ip` (a return address minus one, as the profile keys them).
 // `size`: its bytes (an access spanning both halves of its line is two at half the line; only its
 // first line counts at the simulated line size and twice it). `concurrent`: other threads may
-// call access() at the same time.
+// call access() at the same time (with the worker, the access then goes to this thread's batch).
 void access(uint64_t ip, uint64_t addr, uint32_t size, bool concurrent) noexcept;
+// The calling thread is exiting: its batched accesses join the stream now, not at the export.
+void thread_done() noexcept;
 // Records written by export_records: 2 or 3 program histograms + instructions. Call once
 // recording stopped: it applies what the worker has queued first (and stops it).
 size_t record_count() noexcept;

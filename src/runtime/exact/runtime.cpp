@@ -498,6 +498,7 @@ void thread_exit(void* p) {
     return;
   }
   Inside in;
+  reuse::thread_done();  // (its tracker batch, when it simulated inline under locks)
   LockGuard lock(g.merged_lock);
   g.merged.merge_from(t->ips);
   g.merged_steps.merge_from(t->steps);
@@ -1104,12 +1105,13 @@ void finish(int term_signal) {
   meta.folded = nthreads > g.cores;
   profile::NoteRecord notes[2];
   size_t nnotes = 0;
-  if (nthreads > 1 && !g.relay_mode && strings.data) {
+  if (nthreads > 1 && g.concurrent.load(std::memory_order_relaxed) && !g.relay_mode && strings.data) {
     // Why the sharing counts may differ from run to run: no relay put the threads' accesses in
-    // turn (WHYMISS_INTERLEAVE=locks, or the relay thread could not start).
-    notes[nnotes++] = {strings.add(g.no_relay
-        ? "threads simulated their own accesses under locks (WHYMISS_INTERLEAVE=locks): they interleave in host order, not access by access, so sharing counts depend on how the threads ran"
-        : "the relay thread could not start: threads simulated their own accesses under locks, in host order, not access by access, so sharing counts depend on how the threads ran"), 1};
+    // turn (WHYMISS_INTERLEAVE=locks, asked for: information; or the relay could not start).
+    if (g.no_relay)
+      notes[nnotes++] = {strings.add("threads simulated their own accesses under locks (WHYMISS_INTERLEAVE=locks): they interleave in host order, not access by access, so sharing counts depend on how the threads ran"), 0};
+    else
+      notes[nnotes++] = {strings.add("the relay thread could not start: threads simulated their own accesses under locks, in host order, not access by access, so sharing counts depend on how the threads ran"), 1};
   }
   if (uint64_t n = g.threads_without_core.load(); n && strings.data) {
     char text[768];
