@@ -189,6 +189,21 @@ constexpr unsigned kRateShift = 4;
 constexpr unsigned kRateShift = 0;
 #endif
 
+// Starts the tracker at 64-byte lines as this build's variant runs it.
+bool start_variant() {
+  Knobs k;
+  k.thread = kQueued;
+  k.worker = kWorker;
+  k.rate_shift = k.half_rate_shift = kRateShift;
+  return start(6, k);
+}
+// Sampled: a line is followed when its hash is under the threshold; each followed access stands
+// for kWeight accesses.
+constexpr double kWeight = double(uint32_t(1) << kRateShift);
+bool follows(uint64_t line) {
+  return LruStack::hash_of(line) < ((uint32_t(1) << LruStack::kHashBits) >> kRateShift);
+}
+
 TEST(ReuseTracker, HistogramsMatchNaiveStacksAtAllThreeLineSizes) {
   // The whole tracker (reuse.h) at 64-byte lines: the program's histograms at 64, 128 and 32
   // bytes and one instruction's equal those of naive stacks over the same accesses (repeats of
@@ -197,18 +212,10 @@ TEST(ReuseTracker, HistogramsMatchNaiveStacksAtAllThreeLineSizes) {
   // distance-0 reuse the analysis adds from the totals (no histogram entry); at 32 bytes it is in
   // the histogram, with its distance, whenever it changes halves, and a distance-0 repeat (no
   // entry) otherwise.
-  Knobs k;
-  k.thread = kQueued;
-  k.worker = kWorker;
-  k.rate_shift = k.half_rate_shift = kRateShift;
-  ASSERT_TRUE(start(6, k));
+  ASSERT_TRUE(start_variant());
   ASSERT_EQ(worker_running(), kWorker);
-  // Sampled: a line is followed when its hash is under the threshold; each followed access
-  // stands for 1 << kRateShift, its distance (in followed lines) scaled alike.
-  const double w = double(uint32_t(1) << kRateShift);
-  auto follows = [](uint64_t line) {
-    return LruStack::hash_of(line) < ((uint32_t(1) << LruStack::kHashBits) >> kRateShift);
-  };
+  // A followed access's distance (in followed lines) is scaled as its weight is.
+  const double w = kWeight;
   auto add = [w](std::vector<double>& h, double& cold, int64_t d) {
     if (d < 0) cold += w;
     else h[profile::reuse_bucket(uint64_t(d) << kRateShift)] += w;
@@ -292,17 +299,10 @@ TEST(ReuseTracker, ConcurrentProducersHaveEveryAccessInTheCurves) {
   // Threads calling access() at the same time (exact mode without the relay) batch their events
   // per thread; the export must still hold every access once: four threads, each on lines of its
   // own, a count that leaves a partial batch behind, all exited before the export.
-  Knobs k;
-  k.thread = kQueued;
-  k.worker = kWorker;
-  k.rate_shift = k.half_rate_shift = kRateShift;
-  ASSERT_TRUE(start(6, k));
+  ASSERT_TRUE(start_variant());
   constexpr int kThreads = 4;
   constexpr uint64_t kPerThread = 10007, kLines = 300;  // 10007 = 156 x 64 + 23
-  const double w = double(uint32_t(1) << kRateShift);
-  auto follows = [](uint64_t line) {
-    return LruStack::hash_of(line) < ((uint32_t(1) << LruStack::kHashBits) >> kRateShift);
-  };
+  const double w = kWeight;
   auto line_of = [](int t, uint64_t i) { return (uint64_t(t + 1) << 20) + (i * 7) % kLines; };
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
@@ -342,15 +342,8 @@ TEST(ReuseTracker, AccessesThroughABatchKeepTheirOrder) {
   // when the worker runs; inline, through the lock): the histograms equal a naive stack's over
   // the same accesses in the same order, bucket by bucket, also across buffer boundaries and with
   // a partial batch at the export.
-  Knobs k;
-  k.thread = kQueued;
-  k.worker = kWorker;
-  k.rate_shift = k.half_rate_shift = kRateShift;
-  ASSERT_TRUE(start(6, k));
-  const double w = double(uint32_t(1) << kRateShift);
-  auto follows = [](uint64_t line) {
-    return LruStack::hash_of(line) < ((uint32_t(1) << LruStack::kHashBits) >> kRateShift);
-  };
+  ASSERT_TRUE(start_variant());
+  const double w = kWeight;
   auto trace = hot_trace(40000, 4);
   const auto cliff = cliff_trace(20000);
   trace.insert(trace.end(), cliff.begin(), cliff.end());
