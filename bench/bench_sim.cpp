@@ -9,7 +9,13 @@
 // (builds on a 2-core VM) distort the numbers less; they still compete for caches.
 // --only TEXT runs only the traces whose name contains TEXT (for profiling one of them).
 // --locks N runs lock modes 0..N only (0: none, the single-threaded case).
+// After the table, the costs the parallel simulator's design rests on (docs/parallel-sim.md,
+// section 3): a locked read-modify-write on one thread, and two threads (pinned to host CPUs 0
+// and 1 when there are two) handing one line back and forth, or messages through sim::Inbox.
+// Best of 200 chunks, as preemption on a shared VM inflates means several times. Wall time.
 //   bench_sim [--reps N] [--n ACCESSES] [--miss-n ACCESSES] [--only TEXT] [--locks N]
+#include <pthread.h>
+#include <sched.h>
 #include <time.h>
 
 #include <algorithm>
@@ -17,10 +23,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "sim/inbox.h"
 #include "sim/sim.h"
 
 using namespace whymiss;
@@ -106,6 +115,94 @@ double run_once(const Case& c, int locks, double* l1_hit_ratio) {
   return double(c.addrs.size()) / (t1 - t0);
 }
 
+// ---- two-thread costs ----
+
+constexpr int kChunks = 200, kPerChunk = 1000;
+
+double wall_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return double(ts.tv_sec) * 1e9 + double(ts.tv_nsec);
+}
+
+void pin(int cpu) {
+  if (std::thread::hardware_concurrency() < 2) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+// Runs a(i) on this thread (pinned to CPU 0, timed) and b(i) on another (CPU 1) for i in
+// [0, kChunks x kPerChunk); returns the best chunk's ns per step over `per_step` steps.
+template <typename A, typename B>
+double two_threads(A&& a, B&& b, double per_step) {
+  std::thread other([&] {
+    pin(1);
+    for (int i = 0; i < kChunks * kPerChunk; ++i) b(i);
+  });
+  pin(0);
+  double best = 1e30;
+  for (int c = 0; c < kChunks; ++c) {
+    const double t0 = wall_ns();
+    for (int i = c * kPerChunk; i < (c + 1) * kPerChunk; ++i) a(i);
+    best = std::min(best, (wall_ns() - t0) / (kPerChunk * per_step));
+  }
+  other.join();
+  return best;
+}
+
+void print_costs() {
+  std::printf("\n| cost (best of %d chunks of %d) | ns |\n|---|---|\n", kChunks, kPerChunk);
+  {  // One thread: an uncontended lock cmpxchg and a release store, i.e. a spin lock's pair.
+    alignas(64) std::atomic<uint32_t> word{0};
+    double best = 1e30;
+    for (int c = 0; c < kChunks; ++c) {
+      const double t0 = wall_ns();
+      for (int i = 0; i < kPerChunk; ++i) {
+        uint32_t z = 0;
+        while (!word.compare_exchange_weak(z, 1, std::memory_order_acquire)) z = 0;
+        word.store(0, std::memory_order_release);
+      }
+      best = std::min(best, (wall_ns() - t0) / kPerChunk);
+    }
+    std::printf("| lock cmpxchg + release store, one thread | %.1f |\n", best);
+  }
+  {  // One line written in turn: thread t waits for an even/odd count, then bumps it.
+    alignas(64) std::atomic<uint64_t> turn{0};
+    auto step = [&](uint64_t me) {
+      return [&, me](int i) {
+        const uint64_t want = 2 * uint64_t(i) + me;
+        while (turn.load(std::memory_order_acquire) != want) __builtin_ia32_pause();
+        turn.store(want + 1, std::memory_order_release);
+      };
+    };
+    std::printf("| hand-over of one line written in turn by two threads | %.1f |\n",
+                two_threads(step(0), step(1), 2));
+  }
+  {  // Messages: A posts to B's inbox, B drains it and posts one back; per message, one way.
+    sim::Inbox in_a(64), in_b(64);
+    alignas(64) std::atomic<uint32_t> pending_a{0};
+    alignas(64) std::atomic<uint32_t> pending_b{0};
+    uint64_t sum_a = 0, sum_b = 0;
+    auto side = [&](sim::Inbox& mine, std::atomic<uint32_t>& my_pending, sim::Inbox& theirs,
+                    std::atomic<uint32_t>& their_pending, uint64_t& sum, bool first) {
+      return [&, first](int i) {
+        sim::Message m;
+        m.line = uint64_t(i);
+        if (first) theirs.post(m, their_pending);
+        while (my_pending.load(std::memory_order_acquire) == 0) __builtin_ia32_pause();
+        mine.drain(my_pending, [&](const sim::Message& x) { sum += x.line; });
+        if (!first) theirs.post(m, their_pending);
+      };
+    };
+    const double ns = two_threads(side(in_a, pending_a, in_b, pending_b, sum_a, true),
+                                  side(in_b, pending_b, in_a, pending_a, sum_b, false), 2);
+    if (in_a.dropped() + in_b.dropped() != 0 || sum_a != sum_b) std::abort();
+    std::printf("| message posted to an inbox and drained by the other thread | %.1f |\n", ns);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -134,5 +231,6 @@ int main(int argc, char** argv) {
                   r[r.size() / 2], r.front(), r.back());
     }
   }
+  if (!*only) print_costs();
   return 0;
 }

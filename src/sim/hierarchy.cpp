@@ -97,6 +97,29 @@ struct CoreState {
   LineResult* filling = nullptr;
   // This core's latest L1 miss missed every private level too (a hint for prefetching).
   bool went_shared = false;
+  // Why this core lost lines (departures.h), one table per lock stripe (created on first use):
+  // in lock mode another core's snoop or back-invalidation writes here under the stripe lock of
+  // the line, while this core reads and writes the tables of its own lines' stripes.
+  std::vector<std::unique_ptr<DepartureTable>> departures;
+  DepartureTable& departures_of(size_t stripe) {
+    auto& t = departures[stripe];
+    if (!t) t = std::make_unique<DepartureTable>();
+    return *t;
+  }
+  const DepartureTable* departures_in(size_t stripe) const {
+    const DepartureTable* t = departures[stripe].get();
+    return t && !t->empty() ? t : nullptr;
+  }
+  // The events this core's feeder simulated, summed by counters(): its own accesses and what
+  // they did to other cores' copies (invalidations, back-invalidations, write-backs of
+  // downgraded copies) and to the shared level. Only the feeder writes them, so a private hit
+  // writes no host line another core writes. Its own host lines.
+  alignas(64) Counters counters;
+  // Knobs::count_sets: per private level, [folded set][Outcome] counts of this core's accesses.
+  std::array<std::vector<uint64_t>, kMaxLevels> set_rows;
+  // Where count() adds: set_rows[l]'s data for a private level, the global rows for the shared
+  // level (Impl::set_rows_at), nullptr when off.
+  std::array<uint64_t*, kMaxLevels> set_rows_at{};
   uint64_t memo_pending() const {
     return memo.hits[0].load(std::memory_order_relaxed) +
            memo.hits[1].load(std::memory_order_relaxed) - memo_hits_base;
@@ -119,12 +142,11 @@ struct CoreState {
 };
 
 // The lock has a host cache line to itself: a waiter spinning on it must not keep stealing the
-// line the holder is updating counters in.
+// line the holder is updating in.
 struct alignas(64) Shard {
   SpinLock lock;
-  alignas(64) Counters counters;
-  DepartureTable departures;
-  LineSet shared_seen;  // lines of this shard ever requested from the shared level, >> shard bits
+  alignas(64) LineSet shared_seen;  // lines of this shard ever requested from the shared level,
+                                    // >> shard bits
 };
 
 }  // namespace
@@ -147,11 +169,13 @@ struct Hierarchy::Impl {
   std::unique_ptr<Cache> shared;
   std::unique_ptr<FaLru> shared_shadow;
   SpinLock shared_shadow_lock;
-  // Knobs::count_sets: per level, [folded set][Outcome] counts (empty when off).
+  // Knobs::count_sets: per level, [folded set][Outcome] counts (empty when off). Only the shared
+  // level's live here (under the shard lock); private levels' are per core (CoreState::set_rows).
   struct SetIndex {
     // The folded set is line & mask when the set count is a power of two (the set's mask and
     // the fold's in one), else (line % sets) % kMaxCountedSets.
     uint64_t mask = 0, sets = 1;
+    uint64_t rows = 0;  // folded sets (0: count_sets off)
   };
   std::array<SetIndex, kMaxLevels> set_index{};
   std::array<std::vector<uint64_t>, kMaxLevels> set_rows;
@@ -204,7 +228,13 @@ struct Hierarchy::Impl {
       c->l1_sets = sets;
       c->l1_set_mask = (sets & (sets - 1)) == 0 ? sets - 1 : 0;
       c->memo_set_hits.assign(std::min(sets, kMaxCountedSets), 0);
+      for (size_t l = 0; l < npriv; ++l)
+        c->set_rows[l].assign(set_index[l].rows * kNumOutcomes, 0);
     }
+    for (size_t l = 0; l < npriv; ++l)
+      if (!c->set_rows[l].empty()) c->set_rows_at[l] = c->set_rows[l].data();
+    if (has_shared) c->set_rows_at[npriv] = set_rows_at[npriv];
+    c->departures.resize(shard_mask + 1);
     c->memo.line_shift = line_shift;
     c->memo.line_bytes = uint32_t(1) << line_shift;
     c->memo.granule_shift = granule_shift;
@@ -221,11 +251,13 @@ struct Hierarchy::Impl {
     return sim::granule_mask(addr, len, line_shift, granule_shift);
   }
 
-  void count(Shard& sh, size_t level, Outcome o, bool w, uint64_t line) {
-    sh.counters.level[level].by_outcome[int(o)][w]++;
-    // A shard owns the same sets in every level (and folding keeps them apart: the shard count
-    // divides kMaxCountedSets), so the shard lock covers these too.
-    if (uint64_t* rows = set_rows_at[level]) rows[set_row(level, line) + int(o)]++;
+  // Counts an outcome of core `c`'s access at `level`, in c's counters and set rows (c's own
+  // for its private levels; for the shared level the global rows, which c.set_rows_at points
+  // at: a shard owns the same sets in every level, and folding keeps them apart as the shard
+  // count divides kMaxCountedSets, so the shard lock covers them).
+  void count(CoreState& c, size_t level, Outcome o, bool w, uint64_t line) {
+    c.counters.level[level].by_outcome[int(o)][w]++;
+    if (uint64_t* rows = c.set_rows_at[level]) rows[set_row(level, line) + int(o)]++;
   }
   // Where `line`'s set's counts start in set_rows[level] (a shared level's are a host cache
   // miss: prefetch_shared starts loading them).
@@ -248,11 +280,11 @@ struct Hierarchy::Impl {
     return shared_shadow->contains(line);
   }
 
-  Outcome classify_private(uint32_t cid, Shard& sh, size_t l, uint64_t line, uint64_t gm,
+  Outcome classify_private(CoreState& c, uint32_t cid, size_t l, uint64_t line, uint64_t gm,
                            bool first, bool shadow_hit, LineResult& r) {
     if (first) return Outcome::Compulsory;
-    if (!sh.departures.empty()) {
-      if (const Departure* dp = sh.departures.find(line, cid)) {
+    if (const DepartureTable* t = c.departures_in(line & shard_mask)) {
+      if (const Departure* dp = t->find(line, cid)) {
         const Departure& d = *dp;
         if (d.coherence_levels & (1u << l)) {
           r.writer_core = d.writer_core;
@@ -275,7 +307,7 @@ struct Hierarchy::Impl {
 
   // Removes the line at `idx` of private level `l` of core `c` to make room: everything but the
   // slot itself, which the caller (fill_private) overwrites right after. `set`: idx's set.
-  void evict_private(CoreState& c, uint32_t cid, Shard& sh, size_t l, size_t idx, uint32_t set) {
+  void evict_private(CoreState& c, uint32_t cid, size_t l, size_t idx, uint32_t set) {
     Cache& cl = *c.cache_at[l];
     const uint64_t v = cl.tag(idx);
     const Entry e = cl.entry(idx);
@@ -293,15 +325,15 @@ struct Hierarchy::Impl {
         dirty |= c.priv[u]->entry(size_t(j)).dirty;
         if (u == 0) c.log_victim(c.priv[0]->set_of(v), v);  // a departure from its L1 set too
         c.priv[u]->invalidate(size_t(j));
-        sh.counters.level[u].back_invalidations++;
+        c.counters.level[u].back_invalidations++;
         d.inclusion_levels |= uint8_t(1u << u);
       }
       if (d.inclusion_levels) {
         d.inclusion_kind = c.shadow[l]->contains(v) ? Outcome::Conflict : Outcome::Capacity;
-        sh.departures.set(v, cid, d);
+        c.departures_of(v & shard_mask).set(v, cid, d);
       }
       if (dirty) {
-        sh.counters.level[l].writebacks++;
+        c.counters.level[l].writebacks++;
         write_back_to_shared(v);
       }
     } else {
@@ -314,24 +346,25 @@ struct Hierarchy::Impl {
         n.mask |= e.mask;
         n.dirty |= e.dirty;
       }
-      if (e.dirty) sh.counters.level[l].writebacks++;
+      if (e.dirty) c.counters.level[l].writebacks++;
     }
   }
 
   // `below`: the line's index in level l + 1 (ignored for the last private level).
-  size_t fill_private(CoreState& c, uint32_t cid, Shard& sh, size_t l, uint64_t line, Mesi st,
+  size_t fill_private(CoreState& c, uint32_t cid, size_t l, uint64_t line, Mesi st,
                       size_t below) {
     Cache& cl = *c.cache_at[l];
     const uint32_t set = cl.set_of(line);
     const size_t i = cl.fill_slot(set);
-    if (cl.tag(i) != kNone) evict_private(c, cid, sh, l, i, set);
+    if (cl.tag(i) != kNone) evict_private(c, cid, l, i, set);
     cl.fill(i, set, line, Entry{0, st, false, uint32_t(below)});
     return i;
   }
 
   // Other cores' copies on a request by `cid`. A write invalidates them (and remembers why);
   // a read downgrades M/E copies to S. Returns whether another core still holds the line.
-  bool snoop(uint32_t cid, Shard& sh, uint64_t line, uint64_t gm, bool w, LineResult& r) {
+  // Counted in the requesting core `me`'s counters (see CoreState::counters).
+  bool snoop(CoreState& me, uint32_t cid, uint64_t line, uint64_t gm, bool w, LineResult& r) {
     bool others = false;
     uint32_t n = created.load(std::memory_order_acquire);
     for (uint32_t q = 0; q < n; ++q) {
@@ -351,10 +384,10 @@ struct Hierarchy::Impl {
           dirty |= o.priv[l]->entry(size_t(x)).dirty;
           d.coherence_levels |= uint8_t(1u << l);
           o.priv[l]->invalidate(size_t(x));
-          sh.counters.level[l].coherence_invalidations++;
+          me.counters.level[l].coherence_invalidations++;
         }
         (void)dirty;  // the modified data moves to the writer, which now holds the line dirty
-        sh.departures.set(line, oid, d);
+        o.departures_of(line & shard_mask).set(line, oid, d);
         if (r.invalidated < UINT16_MAX) r.invalidated++;
       } else {
         others = true;
@@ -364,7 +397,7 @@ struct Hierarchy::Impl {
           Entry& e = o.priv[l]->entry(size_t(x));
           if (e.dirty) {
             e.dirty = false;
-            sh.counters.level[l].writebacks++;
+            me.counters.level[l].writebacks++;
             write_back_to_shared(line);
           }
           e.state = Mesi::S;
@@ -374,7 +407,7 @@ struct Hierarchy::Impl {
     return others;
   }
 
-  void evict_shared(Shard& sh, size_t idx) {
+  void evict_shared(CoreState& me, size_t idx) {
     uint64_t v = shared->tag(idx);
     bool dirty = shared->entry(idx).dirty;
     shared->invalidate(idx);
@@ -394,17 +427,17 @@ struct Hierarchy::Impl {
           if (x < 0) continue;
           dirty |= o.priv[l]->entry(size_t(x)).dirty;
           o.priv[l]->invalidate(size_t(x));
-          sh.counters.level[l].back_invalidations++;
+          me.counters.level[l].back_invalidations++;
           d.inclusion_levels |= uint8_t(1u << l);
         }
         if (d.inclusion_levels) {
           if (why < 0) why = int(shared_shadow_contains(v) ? Outcome::Conflict : Outcome::Capacity);
           d.inclusion_kind = Outcome(why);
-          sh.departures.set(v, oid, d);
+          o.departures_of(v & shard_mask).set(v, oid, d);
         }
       }
     }
-    if (dirty) sh.counters.level[npriv].writebacks++;
+    if (dirty) me.counters.level[npriv].writebacks++;
   }
 
   // Starts loading what access_shared will look at (see access_line).
@@ -420,8 +453,9 @@ struct Hierarchy::Impl {
   // core_first: the requesting core never accessed the line before. If it did, it asked the
   // shared level for it then (every first access misses the private levels), so the line is in
   // shared_seen already and the set need not be asked.
-  void access_shared(Shard& sh, uint64_t line, bool w, bool core_first, LineResult& r) {
+  void access_shared(CoreState& c, uint64_t line, bool w, bool core_first, LineResult& r) {
     const size_t s = npriv;
+    Shard& sh = shards[line & shard_mask];
     if (core_first) sh.shared_seen.prefetch_lookup(line >> shard_bits);
     bool shadow_hit;
     {
@@ -433,7 +467,7 @@ struct Hierarchy::Impl {
       shared->touch(size_t(j));
       r.level[s] = Outcome::Hit;
       r.levels_reached = uint8_t(s + 1);
-      count(sh, s, Outcome::Hit, w, line);
+      count(c, s, Outcome::Hit, w, line);
       return;
     }
     Outcome o = core_first && sh.shared_seen.insert(line >> shard_bits) ? Outcome::Compulsory
@@ -441,10 +475,10 @@ struct Hierarchy::Impl {
                                             : Outcome::Capacity;
     r.level[s] = o;
     r.levels_reached = uint8_t(s + 2);
-    count(sh, s, o, w, line);
+    count(c, s, o, w, line);
     const uint32_t set = shared->set_of(line);
     const size_t i = shared->fill_slot(set);
-    if (shared->tag(i) != kNone) evict_shared(sh, i);
+    if (shared->tag(i) != kNone) evict_shared(c, i);
     shared->fill(i, set, line, Entry{0, Mesi::E, false});
   }
 
@@ -485,8 +519,7 @@ struct Hierarchy::Impl {
   __attribute__((noinline)) bool miss_one_line(CoreState& c, uint32_t cid, uint64_t line,
                                                uint64_t gm, bool w, int64_t l1_found,
                                                AccessResult& res) {
-    Shard& sh = shards[line & shard_mask];
-    sh.counters.accesses++;
+    c.counters.accesses++;
     res.nlines = 1;
     LineResult& r = res.lines[0];
     r.level = {};
@@ -495,7 +528,7 @@ struct Hierarchy::Impl {
     r.writer_core = 0;
     r.writer_mask = 0;
     r.tenure_mask = 0;
-    access_line(c, cid, sh, line, gm, w, r, l1_found);
+    access_line(c, cid, line, gm, w, r, l1_found);
     return false;
   }
 
@@ -504,13 +537,13 @@ struct Hierarchy::Impl {
   // l1_found: the line's L1 index or -1, when the caller already asked (l1_hit said no, so the
   // memo cannot apply either); kUnknown otherwise.
   static constexpr int64_t kUnknown = -2;
-  __attribute__((noinline)) void access_line(CoreState& c, uint32_t cid, Shard& sh, uint64_t line,
+  __attribute__((noinline)) void access_line(CoreState& c, uint32_t cid, uint64_t line,
                                              uint64_t gm, bool w, LineResult& r,
                                              int64_t l1_found = kUnknown) {
     r.line = line;
     r.access_mask = gm;
     r.l1_victim_mask = 0;
-    sh.counters.line_accesses++;
+    c.counters.line_accesses++;
     Cache& l1 = *c.l1;
     // Same line as this core's previous access and still held with enough rights: nothing in
     // any replacement state or shadow can change (the line is already most recent everywhere).
@@ -519,7 +552,7 @@ struct Hierarchy::Impl {
       if (!w || e.state == Mesi::M) {
         e.mask |= gm;
         e.dirty |= w;
-        count(sh, 0, Outcome::Hit, w, line);
+        count(c, 0, Outcome::Hit, w, line);
         r.level[0] = Outcome::Hit;
         r.levels_reached = 1;
         return;
@@ -557,13 +590,13 @@ struct Hierarchy::Impl {
     // missed and went through here): no need to ask the first-touch set.
     const bool first = hit_level > 0 && !(shadow_hits & 1) && c.seen.insert(line);
     for (size_t l = 0; l < hit_level; ++l) {
-      const Outcome o = classify_private(cid, sh, l, line, gm, first, (shadow_hits >> l) & 1, r);
+      const Outcome o = classify_private(c, cid, l, line, gm, first, (shadow_hits >> l) & 1, r);
       r.level[l] = o;
-      count(sh, l, o, w, line);
+      count(c, l, o, w, line);
     }
     if (hit_level < npriv) {
       r.level[hit_level] = Outcome::Hit;
-      count(sh, hit_level, Outcome::Hit, w, line);
+      count(c, hit_level, Outcome::Hit, w, line);
     }
     if (hit_level > 0) c.went_shared = hit_level == npriv;
 
@@ -574,9 +607,9 @@ struct Hierarchy::Impl {
       Mesi st = hc.entry(size_t(hit_idx)).state;
       r.levels_reached = uint8_t(hit_level + 1);
       if (w && st == Mesi::S) {
-        snoop(cid, sh, line, gm, true, r);  // upgrade: the write needs the only copy
+        snoop(c, cid, line, gm, true, r);  // upgrade: the write needs the only copy
         r.upgrade = 1;
-        sh.counters.level[hit_level].upgrades++;
+        c.counters.level[hit_level].upgrades++;
       }
       if (w && st != Mesi::M) {
         st = Mesi::M;
@@ -584,21 +617,21 @@ struct Hierarchy::Impl {
       }
       l1_idx = size_t(hit_idx);
       c.filling = &r;
-      for (size_t l = hit_level; l-- > 0;) l1_idx = fill_private(c, cid, sh, l, line, st, l1_idx);
+      for (size_t l = hit_level; l-- > 0;) l1_idx = fill_private(c, cid, l, line, st, l1_idx);
       c.filling = nullptr;
     } else {
-      bool others = snoop(cid, sh, line, gm, w, r);
+      bool others = snoop(c, cid, line, gm, w, r);
       Mesi st = w ? Mesi::M : (others ? Mesi::S : Mesi::E);
       if (has_shared) {
-        access_shared(sh, line, w, first, r);
+        access_shared(c, line, w, first, r);
       } else {
         r.levels_reached = uint8_t(npriv + 1);
       }
       l1_idx = 0;
       c.filling = &r;
-      for (size_t l = npriv; l-- > 0;) l1_idx = fill_private(c, cid, sh, l, line, st, l1_idx);
+      for (size_t l = npriv; l-- > 0;) l1_idx = fill_private(c, cid, l, line, st, l1_idx);
       c.filling = nullptr;
-      if (!sh.departures.empty()) sh.departures.erase(line, cid);
+      if (c.departures[line & shard_mask]) c.departures[line & shard_mask]->erase(line, cid);
     }
     Entry& e = l1.entry(l1_idx);
     e.mask |= gm;
@@ -667,8 +700,11 @@ Result<std::unique_ptr<Hierarchy>> Hierarchy::create_unchecked(const CacheGeomet
       m->set_index[l].sets = sets;
       const uint64_t folded = std::min(sets, kMaxCountedSets);  // both powers of two, if sets is
       m->set_index[l].mask = (sets & (sets - 1)) == 0 ? folded - 1 : 0;
-      m->set_rows[l].assign(folded * kNumOutcomes, 0);
-      m->set_rows_at[l] = m->set_rows[l].data();
+      m->set_index[l].rows = folded;
+      if (l >= m->npriv) {  // private levels' rows are per core (make_core)
+        m->set_rows[l].assign(folded * kNumOutcomes, 0);
+        m->set_rows_at[l] = m->set_rows[l].data();
+      }
     }
   m->cores.reset(new std::atomic<CoreState*>[k.cores]);
   for (uint32_t i = 0; i < k.cores; ++i) m->cores[i].store(nullptr);
@@ -740,13 +776,13 @@ __attribute__((noinline)) bool Hierarchy::Impl::access_general(uint32_t core, ui
     Guard sg(sh.lock, m.concurrent);
     if (first == last && m.concurrent && m.l1_hit(c, ln, gm, write, &ignored)) return true;
     if (ln == first) {
-      sh.counters.accesses++;
+      c.counters.accesses++;
       res = AccessResult{};
     }
     LineResult* r = &spare;
     if (res.nlines < 2) r = &res.lines[res.nlines++];
     else spare = LineResult{};
-    m.access_line(c, core, sh, ln, gm, write, *r);
+    m.access_line(c, core, ln, gm, write, *r);
     if (ln == last) break;
   }
   return false;
@@ -823,6 +859,9 @@ uint64_t Hierarchy::core_bytes(const CacheGeometry& g, Policy p) {
     const uint64_t sets = g.levels[0].sets(), depth = 2 * uint64_t(g.levels[0].ways);
     if (sets * depth * sizeof(uint64_t) <= kMaxVictimLogBytes) b += sets * depth * sizeof(uint64_t) + sets * 4;
   }
+  // Per-set counts of the private levels (Knobs::count_sets, on by default), kept per core.
+  for (size_t l = 0; l < npriv; ++l)
+    b += std::min(g.levels[l].sets(), kMaxCountedSets) * kNumOutcomes * sizeof(uint64_t);
   return b;
 }
 
@@ -888,13 +927,10 @@ void Hierarchy::for_each_line(void (*fn)(size_t, uint32_t, uint64_t, void*), voi
 
 Counters Hierarchy::counters() const {
   Counters total;
-  for (uint64_t s = 0; s <= impl_->shard_mask; ++s) {
-    Guard g(impl_->shards[s].lock, impl_->concurrent);
-    total += impl_->shards[s].counters;
-  }
   const uint32_t n = impl_->created.load(std::memory_order_acquire);
   for (uint32_t q = 0; q < n; ++q) {
     const CoreState& c = *impl_->cores[impl_->created_ids[q]].load(std::memory_order_acquire);
+    total += c.counters;
     for (int w = 0; w < 2; ++w) {
       const uint64_t h = c.memo.hits[w].load(std::memory_order_relaxed);
       total.accesses += h;
@@ -907,7 +943,7 @@ Counters Hierarchy::counters() const {
 
 size_t Hierarchy::set_count_capacity() const {
   size_t n = 0;
-  for (const auto& rows : impl_->set_rows) n += rows.size() / kNumOutcomes;
+  for (const auto& si : impl_->set_index) n += si.rows;
   return n;
 }
 
@@ -916,17 +952,23 @@ size_t Hierarchy::set_counts(SetCount* out, size_t max) const {
   const uint32_t ncores = m.created.load(std::memory_order_acquire);
   size_t n = 0;
   for (size_t l = 0; l < m.geo.levels.size() && l < kMaxLevels; ++l) {
-    const auto& rows = m.set_rows[l];
-    for (size_t s = 0; s < rows.size() / kNumOutcomes; ++s) {
+    const auto& rows = m.set_rows[l];  // the shared level's; private levels' are per core
+    for (size_t s = 0; s < m.set_index[l].rows; ++s) {
       SetCount c;
       c.level = uint32_t(l);
       c.set = uint32_t(s);
       uint64_t any = 0;
-      for (int o = 0; o < kNumOutcomes; ++o) any += c.by_outcome[o] = rows[s * kNumOutcomes + o];
-      if (l == 0)
+      if (!rows.empty())
+        for (int o = 0; o < kNumOutcomes; ++o) any += c.by_outcome[o] = rows[s * kNumOutcomes + o];
+      if (l < m.npriv)
         for (uint32_t q = 0; q < ncores; ++q) {
           const CoreState& cs = *m.cores[m.created_ids[q]].load(std::memory_order_acquire);
-          if (cs.memo_set_hits.empty()) continue;
+          for (int o = 0; o < kNumOutcomes; ++o) {
+            const uint64_t v = cs.set_rows[l][s * kNumOutcomes + o];
+            c.by_outcome[o] += v;
+            any += v;
+          }
+          if (l != 0 || cs.memo_set_hits.empty()) continue;
           uint64_t h = cs.memo_set_hits[s];
           if (cs.memo.line != HitMemo::kNoLine && cs.memo_set(cs.memo.line) == s) h += cs.memo_pending();
           c.by_outcome[int(Outcome::Hit)] += h;

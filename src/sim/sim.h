@@ -21,7 +21,11 @@
 // Thread safety: access() may be called concurrently from many threads. Lines are split into
 // shards by their low line-address bits; a shard owns the same sets in every level, so one
 // shard lock covers a whole access. Per-core state (shadows, first-touch sets) has a per-core
-// lock, taken only by threads that feed that core. With Knobs::concurrent = false no lock is
+// lock, taken only by threads that feed that core. Counters and the private levels' per-set
+// counts are per core too, written by the thread simulating an access (events it causes in other
+// cores' copies count in its own core's counters), so that a private hit writes no host line
+// another thread writes; counters() sums them. Departures are per core and shard (another core's
+// snoop writes them under the shard lock). With Knobs::concurrent = false no lock is
 // taken and the caller must serialise; Hierarchy::set_concurrent switches between the two at run
 // time (a program starts with one thread and turns the locks on before it starts the second).
 #pragma once
@@ -282,7 +286,7 @@ class Hierarchy {
   // lines (1 when max_lines is 0 or the level is no bigger).
   static uint64_t walk_step(const LevelGeometry& lg, uint64_t max_lines);
 
-  Counters counters() const;  // sum over shards; consistent when no access is in flight
+  Counters counters() const;  // sum over cores; consistent when no access is in flight
   // The per-set counts of every level (Knobs::count_sets), sets with no access left out, level
   // by level, set by set; at most `max` into `out`, returns how many. Hits the memo took are
   // credited to the set of the line they were taken on. Consistent when no access is in flight
