@@ -4,7 +4,8 @@
 // DepartureTable is a flat open-addressing map (linear probing, backward-shift deletion) keyed
 // by (line, core). It replaces a std::unordered_map that allocated a node on every coherence or
 // inclusion removal and freed it on the refill; this one allocates only when it grows. Not
-// thread-safe: each shard owns one, under the shard lock.
+// thread-safe: each core has one per stripe (the shards of hierarchy.cpp), made on first use and
+// used under that stripe's lock, also by other cores' snoops and back-invalidations.
 #pragma once
 #include <cstddef>
 #include <cstdint>

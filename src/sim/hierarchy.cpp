@@ -927,6 +927,12 @@ void Hierarchy::for_each_line(void (*fn)(size_t, uint32_t, uint64_t, void*), voi
 
 Counters Hierarchy::counters() const {
   Counters total;
+  // Lock mode: every stripe lock, in order, so that no access is counting meanwhile (the exit
+  // path calls this while other threads may still simulate; each core's counters are written
+  // under the stripe lock of the line it accesses). The caller holds no simulator lock.
+  const bool lock = impl_->concurrent;
+  if (lock)
+    for (uint64_t s = 0; s <= impl_->shard_mask; ++s) impl_->shards[s].lock.lock();
   const uint32_t n = impl_->created.load(std::memory_order_acquire);
   for (uint32_t q = 0; q < n; ++q) {
     const CoreState& c = *impl_->cores[impl_->created_ids[q]].load(std::memory_order_acquire);
@@ -938,6 +944,8 @@ Counters Hierarchy::counters() const {
       total.level[0].by_outcome[int(Outcome::Hit)][w] += h;
     }
   }
+  if (lock)
+    for (uint64_t s = impl_->shard_mask + 1; s-- > 0;) impl_->shards[s].lock.unlock();
   return total;
 }
 
