@@ -45,6 +45,11 @@ class SpinLock {
     }
   }
   void unlock() { serving_.store(serving_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  // Takes the lock if it is free now (no ticket is drawn otherwise).
+  bool try_lock() {
+    uint32_t s = serving_.load(std::memory_order_acquire);
+    return next_.compare_exchange_strong(s, s + 1, std::memory_order_acquire, std::memory_order_relaxed);
+  }
 
  private:
   std::atomic<uint32_t> next_{0};
@@ -929,10 +934,24 @@ Counters Hierarchy::counters() const {
   Counters total;
   // Lock mode: every stripe lock, in order, so that no access is counting meanwhile (the exit
   // path calls this while other threads may still simulate; each core's counters are written
-  // under the stripe lock of the line it accesses). The caller holds no simulator lock.
+  // under the stripe lock of the line it accesses). Bounded: the exit path may run in a signal
+  // handler on a thread interrupted inside an access, holding a stripe lock it cannot give back,
+  // or another thread may be stuck in one; after 100,000 yields (tens of ms) on a stripe, the
+  // counts are read without it (they may then miss the access in flight).
   const bool lock = impl_->concurrent;
+  const uint64_t nstripes = impl_->shard_mask + 1;
+  uint64_t held_words[16] = {};  // which stripes were taken (at most 1,024: Knobs::max_shards)
+  static_assert(sizeof(held_words) * 8 >= 1024, "one bit per stripe");
   if (lock)
-    for (uint64_t s = 0; s <= impl_->shard_mask; ++s) impl_->shards[s].lock.lock();
+    for (uint64_t s = 0; s < nstripes && s < 1024; ++s) {
+      SpinLock& l = impl_->shards[s].lock;
+      bool got = l.try_lock();
+      for (unsigned i = 0; !got && i < 100000; ++i) {
+        sched_yield();
+        got = l.try_lock();
+      }
+      if (got) held_words[s / 64] |= uint64_t(1) << (s % 64);
+    }
   const uint32_t n = impl_->created.load(std::memory_order_acquire);
   for (uint32_t q = 0; q < n; ++q) {
     const CoreState& c = *impl_->cores[impl_->created_ids[q]].load(std::memory_order_acquire);
@@ -945,7 +964,8 @@ Counters Hierarchy::counters() const {
     }
   }
   if (lock)
-    for (uint64_t s = impl_->shard_mask + 1; s-- > 0;) impl_->shards[s].lock.unlock();
+    for (uint64_t s = std::min<uint64_t>(nstripes, 1024); s-- > 0;)
+      if (held_words[s / 64] >> (s % 64) & 1) impl_->shards[s].lock.unlock();
   return total;
 }
 
