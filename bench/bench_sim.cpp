@@ -9,11 +9,13 @@
 // (builds on a 2-core VM) distort the numbers less; they still compete for caches.
 // --only TEXT runs only the traces whose name contains TEXT (for profiling one of them).
 // --locks N runs lock modes 0..N only (0: none, the single-threaded case).
+// --cores N simulates N cores (default 1; every access is still core 0's): with more than one,
+// the simulator keeps its directory of private copies, as exact mode (1024 cores) does.
 // After the table, the costs the parallel simulator's design rests on (docs/parallel-sim.md,
 // section 3): a locked read-modify-write on one thread, and two threads (pinned to host CPUs 0
 // and 1 when there are two) handing one line back and forth, or messages through sim::Inbox.
 // Best of 200 chunks, as preemption on a shared VM inflates means several times. Wall time.
-//   bench_sim [--reps N] [--n ACCESSES] [--miss-n ACCESSES] [--only TEXT] [--locks N]
+//   bench_sim [--reps N] [--n ACCESSES] [--miss-n ACCESSES] [--only TEXT] [--locks N] [--cores N]
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
@@ -90,8 +92,11 @@ double cpu_seconds() {
   return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
+uint32_t g_cores = 1;
+
 double run_once(const Case& c, int locks, double* l1_hit_ratio) {
   sim::Knobs k;
+  k.cores = g_cores;
   k.concurrent = locks > 0;
   k.one_thread_per_core = locks == 1;
   // WHYMISS_SETS=0: without the per-set counts (to measure what they cost).
@@ -215,6 +220,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--n")) n = std::max<size_t>(1000, std::strtoull(argv[i + 1], nullptr, 10));
     else if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
     else if (!std::strcmp(argv[i], "--locks")) max_locks = std::min(2, std::max(0, std::atoi(argv[i + 1])));
+    else if (!std::strcmp(argv[i], "--cores")) g_cores = uint32_t(std::max(1, std::atoi(argv[i + 1])));
     else if (!std::strcmp(argv[i], "--miss-n")) miss_n = std::max<size_t>(1000, std::strtoull(argv[i + 1], nullptr, 10));
   }
   if (miss_n == 0) miss_n = std::max<size_t>(1000, n / 10);

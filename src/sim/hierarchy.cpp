@@ -11,6 +11,7 @@
 
 #include "sim/cache.h"
 #include "sim/departures.h"
+#include "sim/directory.h"
 #include "sim/fa_lru.h"
 #include "sim/line_set.h"
 #include "sim/sim.h"
@@ -20,6 +21,7 @@ namespace {
 
 constexpr uint32_t kMaxCores = 1024;
 constexpr uint64_t kNone = Cache::kInvalid;
+constexpr uint32_t kNoCore = ~0u;
 
 // An estimate in bytes for a sentence: "930 MiB", "1.1 GiB" (binary units, 3 significant digits).
 std::string approx_size(uint64_t bytes) {
@@ -152,6 +154,7 @@ struct alignas(64) Shard {
   SpinLock lock;
   alignas(64) LineSet shared_seen;  // lines of this shard ever requested from the shared level,
                                     // >> shard bits
+  SharerTable sharers;  // the directory of this shard's lines, unless it is in the shared level
 };
 
 }  // namespace
@@ -162,6 +165,10 @@ struct Hierarchy::Impl {
   bool concurrent = true;
   size_t npriv = 0;
   bool has_shared = false;
+  // The directory (directory.h): kept only with more than one core (one core has no other
+  // copies to find), in the shared level's entries when it is inclusive, else in shard tables.
+  bool dir_on = false;
+  bool dir_in_llc = false;
   unsigned line_shift = 0;
   unsigned granule_shift = 0;
   uint64_t shard_mask = 0;
@@ -304,6 +311,58 @@ struct Hierarchy::Impl {
     return shadow_hit ? Outcome::Conflict : Outcome::Capacity;
   }
 
+  // ---- the directory (directory.h) ----
+
+  // The sharers word of `line`.
+  uint64_t dir_get(uint64_t line) const {
+    if (!dir_in_llc) return shards[line & shard_mask].sharers.get(line);
+    const int64_t j = shared->find(line);
+    return j < 0 ? 0 : shared->entry(size_t(j)).mask;
+  }
+  // Sets it; with dir_in_llc the line must be in the shared level (inclusion: it is while a
+  // core holds it).
+  void dir_set(uint64_t line, uint64_t sharers) {
+    if (!dir_in_llc) return shards[line & shard_mask].sharers.put(line, sharers);
+    const int64_t j = shared->find(line);
+    if (j >= 0) shared->entry(size_t(j)).mask = sharers;
+  }
+  // Calls fn(id, core) for every created core other than `except` that the sharers word names
+  // (the cores of each set bit's residue, see directory.h), in core order. fn checks the copy.
+  template <typename F>
+  void for_each_sharer(uint64_t sharers, uint32_t except, F&& fn) {
+    for (uint64_t b = sharers; b; b &= b - 1)
+      for (uint32_t q = uint32_t(__builtin_ctzll(b)); q < knobs.cores; q += 64) {
+        if (q == except) continue;
+        if (CoreState* o = cores[q].load(std::memory_order_acquire)) fn(q, *o);
+      }
+  }
+  // Core `cid`'s last private level dropped `line`; `llc_hint` is its index in the shared level
+  // when the directory is there (Entry::below of the last private level), checked before use.
+  void dir_leave(uint32_t cid, uint64_t line, uint32_t llc_hint) {
+    if (!dir_on) return;
+    uint64_t* word;
+    uint64_t tmp;
+    if (dir_in_llc) {
+      size_t j = llc_hint;
+      if (j >= shared->sets() * shared->ways() || shared->tag(j) != line) {
+        const int64_t f = shared->find(line);
+        if (f < 0) return;
+        j = size_t(f);
+      }
+      word = &shared->entry(j).mask;
+    } else {
+      tmp = shards[line & shard_mask].sharers.get(line);
+      word = &tmp;
+    }
+    uint64_t keep = 0;  // another core of cid's residue that still holds the line keeps the bit
+    if (knobs.cores > 64 && (*word & sharer_bit(cid)))
+      for_each_sharer(sharer_bit(cid), cid, [&](uint32_t, CoreState& o) {
+        if (o.priv[npriv - 1]->find(line) >= 0) keep = sharer_bit(cid);
+      });
+    *word = (*word & ~sharer_bit(cid)) | keep;
+    if (!dir_in_llc) shards[line & shard_mask].sharers.put(line, *word);
+  }
+
   void write_back_to_shared(uint64_t line) {
     if (!has_shared) return;
     int64_t j = shared->find(line);
@@ -341,6 +400,7 @@ struct Hierarchy::Impl {
         c.counters.level[l].writebacks++;
         write_back_to_shared(v);
       }
+      dir_leave(cid, v, e.below);
     } else {
       // The next level holds the line where `below` says unless it evicted it since; then it
       // cannot have refilled it elsewhere (it refills only on a miss here), so there is nothing
@@ -355,7 +415,8 @@ struct Hierarchy::Impl {
     }
   }
 
-  // `below`: the line's index in level l + 1 (ignored for the last private level).
+  // `below`: the line's index in level l + 1 (for the last private level: in the shared level
+  // when the directory is there, see dir_leave).
   size_t fill_private(CoreState& c, uint32_t cid, size_t l, uint64_t line, Mesi st,
                       size_t below) {
     Cache& cl = *c.cache_at[l];
@@ -366,17 +427,15 @@ struct Hierarchy::Impl {
     return i;
   }
 
-  // Other cores' copies on a request by `cid`. A write invalidates them (and remembers why);
-  // a read downgrades M/E copies to S. Returns whether another core still holds the line.
-  // Counted in the requesting core `me`'s counters (see CoreState::counters).
-  bool snoop(CoreState& me, uint32_t cid, uint64_t line, uint64_t gm, bool w, LineResult& r) {
+  // Other cores' copies on a request by `cid`, found through the directory word `sharers`. A
+  // write invalidates them (and remembers why); a read downgrades M/E copies to S. Returns
+  // whether another core still holds the line. The caller updates the directory. Counted in the
+  // requesting core `me`'s counters (see CoreState::counters).
+  bool snoop(CoreState& me, uint32_t cid, uint64_t sharers, uint64_t line, uint64_t gm, bool w,
+             LineResult& r) {
     bool others = false;
-    uint32_t n = created.load(std::memory_order_acquire);
-    for (uint32_t q = 0; q < n; ++q) {
-      uint32_t oid = created_ids[q];
-      if (oid == cid) continue;
-      CoreState& o = *cores[oid].load(std::memory_order_acquire);
-      if (o.priv[npriv - 1]->find(line) < 0) continue;  // inclusion: absent everywhere
+    for_each_sharer(sharers, cid, [&](uint32_t oid, CoreState& o) {
+      if (o.priv[npriv - 1]->find(line) < 0) return;  // inclusion: absent everywhere
       if (w) {
         Departure d;
         d.writer_mask = gm;
@@ -408,24 +467,23 @@ struct Hierarchy::Impl {
           e.state = Mesi::S;
         }
       }
-    }
+    });
     return others;
   }
 
   void evict_shared(CoreState& me, size_t idx) {
     uint64_t v = shared->tag(idx);
     bool dirty = shared->entry(idx).dirty;
+    // (Without a directory, the only core: core 0.)
+    const uint64_t sharers = !dir_on ? 1 : dir_in_llc ? shared->entry(idx).mask : 0;
     shared->invalidate(idx);
     if (knobs.inclusive_llc) {
       // Why the line left (a conflict if the shared shadow still holds it) matters only to a
       // core that loses a copy: asked then, at most once. Most victims of a big shared level
       // are in no private level, and the question is a host cache miss or two in its shadow.
       int why = -1;
-      uint32_t n = created.load(std::memory_order_acquire);
-      for (uint32_t q = 0; q < n; ++q) {
-        uint32_t oid = created_ids[q];
-        CoreState& o = *cores[oid].load(std::memory_order_acquire);
-        if (o.priv[npriv - 1]->find(v) < 0) continue;  // inclusion: absent everywhere
+      for_each_sharer(sharers, kNoCore, [&](uint32_t oid, CoreState& o) {
+        if (o.priv[npriv - 1]->find(v) < 0) return;  // inclusion: absent everywhere
         Departure d;
         for (size_t l = 0; l < npriv; ++l) {
           int64_t x = o.priv[l]->find(v);
@@ -440,7 +498,7 @@ struct Hierarchy::Impl {
           d.inclusion_kind = Outcome(why);
           o.departures_of(v & shard_mask).set(v, oid, d);
         }
-      }
+      });
     }
     if (dirty) me.counters.level[npriv].writebacks++;
   }
@@ -458,7 +516,8 @@ struct Hierarchy::Impl {
   // core_first: the requesting core never accessed the line before. If it did, it asked the
   // shared level for it then (every first access misses the private levels), so the line is in
   // shared_seen already and the set need not be asked.
-  void access_shared(CoreState& c, uint64_t line, bool w, bool core_first, LineResult& r) {
+  // Returns the line's index in the shared level (it is there afterwards).
+  size_t access_shared(CoreState& c, uint64_t line, bool w, bool core_first, LineResult& r) {
     const size_t s = npriv;
     Shard& sh = shards[line & shard_mask];
     if (core_first) sh.shared_seen.prefetch_lookup(line >> shard_bits);
@@ -473,7 +532,7 @@ struct Hierarchy::Impl {
       r.level[s] = Outcome::Hit;
       r.levels_reached = uint8_t(s + 1);
       count(c, s, Outcome::Hit, w, line);
-      return;
+      return size_t(j);
     }
     Outcome o = core_first && sh.shared_seen.insert(line >> shard_bits) ? Outcome::Compulsory
                 : shadow_hit                ? Outcome::Conflict
@@ -485,6 +544,7 @@ struct Hierarchy::Impl {
     const size_t i = shared->fill_slot(set);
     if (shared->tag(i) != kNone) evict_shared(c, i);
     shared->fill(i, set, line, Entry{0, Mesi::E, false});
+    return i;
   }
 
   // An L1 hit that needs nothing beyond this core's L1 and its shadow: the line is in L1 and
@@ -612,7 +672,8 @@ struct Hierarchy::Impl {
       Mesi st = hc.entry(size_t(hit_idx)).state;
       r.levels_reached = uint8_t(hit_level + 1);
       if (w && st == Mesi::S) {
-        snoop(c, cid, line, gm, true, r);  // upgrade: the write needs the only copy
+        snoop(c, cid, dir_get(line), line, gm, true, r);  // upgrade: the write needs the only copy
+        dir_set(line, sharer_bit(cid));
         r.upgrade = 1;
         c.counters.level[hit_level].upgrades++;
       }
@@ -625,17 +686,37 @@ struct Hierarchy::Impl {
       for (size_t l = hit_level; l-- > 0;) l1_idx = fill_private(c, cid, l, line, st, l1_idx);
       c.filling = nullptr;
     } else {
-      bool others = snoop(c, cid, line, gm, w, r);
-      Mesi st = w ? Mesi::M : (others ? Mesi::S : Mesi::E);
-      if (has_shared) {
-        access_shared(c, line, w, first, r);
+      // The other copies, through the directory. With an inclusive shared level the line is
+      // there if any core holds it: the shared level's lookup comes first and gives the word
+      // (its eviction of another line commutes with this line's snoop). Otherwise the snoop
+      // comes first, as a downgraded dirty copy must not mark a line the shared level is about
+      // to fill.
+      bool others = false;
+      uint64_t sharers;
+      size_t below = 0;
+      if (dir_in_llc) {
+        below = access_shared(c, line, w, first, r);
+        sharers = dir_on ? shared->entry(below).mask : 0;
+        if (sharers & ~sharer_bit(cid) || (sharers && knobs.cores > 64))
+          others = snoop(c, cid, sharers, line, gm, w, r);
       } else {
-        r.levels_reached = uint8_t(npriv + 1);
+        sharers = dir_on ? shards[line & shard_mask].sharers.get(line) : 0;
+        if (sharers) others = snoop(c, cid, sharers, line, gm, w, r);
+        if (has_shared) access_shared(c, line, w, first, r);
+        else r.levels_reached = uint8_t(npriv + 1);
       }
-      l1_idx = 0;
+      const uint64_t after = w ? sharer_bit(cid) : sharers | sharer_bit(cid);
+      Mesi st = w ? Mesi::M : (others ? Mesi::S : Mesi::E);
+      l1_idx = below;
       c.filling = &r;
       for (size_t l = npriv; l-- > 0;) l1_idx = fill_private(c, cid, l, line, st, l1_idx);
       c.filling = nullptr;
+      if (!dir_on) {
+      } else if (dir_in_llc) {
+        shared->entry(below).mask = after;
+      } else {
+        shards[line & shard_mask].sharers.put(line, after);
+      }
       if (c.departures[line & shard_mask]) c.departures[line & shard_mask]->erase(line, cid);
     }
     Entry& e = l1.entry(l1_idx);
@@ -663,7 +744,8 @@ Result<std::unique_ptr<Hierarchy>> Hierarchy::create(const CacheGeometry& g, con
     if (!r) return Error{lg.name + ": " + r.error()};
   }
   // One core and the shared level must fit, or nothing can be simulated at all.
-  const uint64_t core_cost = core_bytes(g, k.policy);
+  const bool table_directory = k.cores > 1 && !(g.levels.size() >= 2 && k.inclusive_llc);
+  const uint64_t core_cost = core_bytes(g, k.policy) + (table_directory ? directory_bytes(g) : 0);
   const uint64_t shared_cost = g.levels.size() >= 2 ? level_bytes(g.levels.back(), k.policy) : 0;
   if (k.memory_budget && core_cost + shared_cost > k.memory_budget)
     return make_error("simulating " + g.to_spec() + " takes " +
@@ -689,6 +771,8 @@ Result<std::unique_ptr<Hierarchy>> Hierarchy::create_unchecked(const CacheGeomet
   m->concurrent = k.concurrent;
   size_t n = g.levels.size();
   m->has_shared = n >= 2;
+  m->dir_on = k.cores > 1;
+  m->dir_in_llc = m->has_shared && k.inclusive_llc;
   m->npriv = m->has_shared ? n - 1 : n;
   while ((1u << m->line_shift) < g.line()) ++m->line_shift;
   m->granule_shift = m->line_shift > 6 ? m->line_shift - 6 : 0;
@@ -856,6 +940,15 @@ uint64_t Hierarchy::level_bytes(const LevelGeometry& lg, Policy p) {
   return b + lines * 16 + slots * 8;
 }
 
+// A sharer table slot (16 bytes) at load factor 1/4 to 1/2 per line of the last private level:
+// what the directory costs a core without an inclusive shared level (directory.h).
+uint64_t Hierarchy::directory_bytes(const CacheGeometry& g) {
+  const size_t npriv = g.levels.size() >= 2 ? g.levels.size() - 1 : g.levels.size();
+  if (npriv == 0) return 0;
+  const LevelGeometry& last = g.levels[npriv - 1];
+  return last.size / last.line * 48;
+}
+
 uint64_t Hierarchy::core_bytes(const CacheGeometry& g, Policy p) {
   const size_t npriv = g.levels.size() >= 2 ? g.levels.size() - 1 : g.levels.size();
   uint64_t b = sizeof(CoreState);
@@ -929,6 +1022,8 @@ void Hierarchy::for_each_line(void (*fn)(size_t, uint32_t, uint64_t, void*), voi
   }
   if (impl_->has_shared) walk(*impl_->shared, impl_->npriv, kSharedLevel);
 }
+
+uint64_t Hierarchy::sharers(uint64_t line) const { return impl_->dir_get(line); }
 
 Counters Hierarchy::counters() const {
   Counters total;

@@ -220,6 +220,8 @@ class Hierarchy {
   // grow with the footprint, are not included.
   static uint64_t level_bytes(const LevelGeometry& lg, Policy p);
   static uint64_t core_bytes(const CacheGeometry& g, Policy p);
+  // What the directory adds per core, with more than one core and no inclusive shared level.
+  static uint64_t directory_bytes(const CacheGeometry& g);
   ~Hierarchy();
   Hierarchy(const Hierarchy&) = delete;
   Hierarchy& operator=(const Hierarchy&) = delete;
@@ -285,6 +287,10 @@ class Hierarchy {
   // The set step for_each_line uses for a level: the smallest that walks at most max_lines
   // lines (1 when max_lines is 0 or the level is no bigger).
   static uint64_t walk_step(const LevelGeometry& lg, uint64_t max_lines);
+
+  // The directory's word for `line` (see sim/directory.h): bit (core % 64) set for each core
+  // whose last private level holds it. For tests; same threading contract as for_each_line.
+  uint64_t sharers(uint64_t line) const;
 
   Counters counters() const;  // sum over cores; consistent when no access is in flight
   // The per-set counts of every level (Knobs::count_sets), sets with no access left out, level

@@ -452,8 +452,10 @@ std::vector<Config> configs() {
 
 // Runs one configuration: `n` random accesses by `cores` cores over a region a few times the
 // last level, with a hot part so that hits, reuse, sharing and upgrades all happen.
-// Returns the hierarchy's counters (for checking that the traces reach every rule).
-Counters run(const Config& cfg, Knobs k, uint64_t seed, size_t n) {
+// Returns the hierarchy's counters (for checking that the traces reach every rule). `pick`, when
+// not empty, lists the cores the trace uses (else all of them).
+Counters run(const Config& cfg, Knobs k, uint64_t seed, size_t n,
+             const std::vector<uint32_t>& pick = {}) {
   SCOPED_TRACE(std::string(cfg.name) + ", " + policy_name(k.policy) +
                (k.inclusive_llc ? ", inclusive" : ", non-inclusive") + ", " +
                std::to_string(k.cores) + " cores, seed " + std::to_string(seed));
@@ -466,7 +468,7 @@ Counters run(const Config& cfg, Knobs k, uint64_t seed, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     // Switch the locks on and off at random points: results must not depend on it.
     if (i % 997 == 0) h->set_concurrent(rng() % 2);
-    const uint32_t core = uint32_t(rng() % k.cores);
+    const uint32_t core = pick.empty() ? uint32_t(rng() % k.cores) : pick[rng() % pick.size()];
     const uint64_t r = rng() % 8;
     uint64_t a = r < 5 ? rng() % 512 : r < 7 ? rng() % (span / 8) : rng() % span;
     // Runs of nearby accesses by one core, as loops make, so the memo and L1 paths are used.
@@ -534,6 +536,17 @@ TEST(SimDifferential, MatchesReferenceModelOnRandomMultiCoreTraces) {
       }
     }
   }
+  // More than 64 cores: a directory bit stands for cores 64 apart (directory.h); the trace uses
+  // cores that share bits.
+  for (const Config& cfg : configs())
+    for (bool inclusive : {true, false}) {
+      Knobs k;
+      k.cores = 70;
+      k.inclusive_llc = inclusive;
+      k.seed = seed;
+      all += run(cfg, k, ++seed, 6000, {0, 1, 64, 65, 66});
+      if (HasFailure()) return;
+    }
   // The traces exercise every kind and every kind of coherence and inclusion traffic.
   for (int o = 0; o < kNumOutcomes; ++o)
     EXPECT_GT(all.level[0].misses_of(Outcome(o)), 0u) << outcome_name(Outcome(o));
@@ -541,6 +554,67 @@ TEST(SimDifferential, MatchesReferenceModelOnRandomMultiCoreTraces) {
   EXPECT_GT(all.level[0].coherence_invalidations, 0u);
   EXPECT_GT(all.level[0].back_invalidations, 0u);
   EXPECT_GT(all.level[1].writebacks, 0u);
+}
+
+// The directory names exactly the cores whose last private level holds a line: after each access
+// (every access for the first 400, then every 7th, to bound the time), for every line of the
+// trace's region, Hierarchy::sharers equals a scan of every core's last private level
+// (for_each_line), each core as bit core % 64.
+TEST(SimDifferential, DirectorySharersEqualAScanOfEveryCore) {
+  uint64_t seed = 900;
+  size_t checked = 0, shared_lines = 0;
+  for (const Config& cfg : configs()) {
+    const size_t last_private = cfg.geo.levels.size() >= 2 ? cfg.geo.levels.size() - 2 : 0;
+    for (Policy p : {Policy::LRU, Policy::Random})
+      for (bool inclusive : {true, false})
+        for (uint32_t cores : {2u, 3u, 4u, 70u}) {
+          SCOPED_TRACE(std::string(cfg.name) + ", " + policy_name(p) +
+                       (inclusive ? ", inclusive, " : ", non-inclusive, ") +
+                       std::to_string(cores) + " cores");
+          Knobs k;
+          k.cores = cores;
+          k.policy = p;
+          k.inclusive_llc = inclusive;
+          k.seed = ++seed;
+          k.concurrent = false;
+          auto h = testing::make(cfg.geo, k);
+          ASSERT_TRUE(h);
+          const std::vector<uint32_t> pick =
+              cores == 70 ? std::vector<uint32_t>{0, 1, 64, 65} : std::vector<uint32_t>{};
+          std::mt19937_64 rng(seed);
+          const uint64_t line = cfg.geo.levels[0].line;
+          const uint64_t span = cfg.geo.levels.back().size * 3;
+          const uint64_t base = 0x10000;
+          std::map<uint64_t, uint64_t> want;
+          struct Ctx { std::map<uint64_t, uint64_t>* want; size_t level; };
+          Ctx ctx{&want, last_private};
+          for (size_t i = 0; i < 2000; ++i) {
+            const uint32_t core = pick.empty() ? uint32_t(rng() % cores) : pick[rng() % pick.size()];
+            const uint64_t r = rng() % 4;
+            const uint64_t a = r < 2 ? rng() % 512 : rng() % span;
+            h->access(core, base + a, 8, rng() % 3 == 0);
+            if (i >= 400 && i % 7) continue;
+            want.clear();
+            h->for_each_line(
+                [](size_t level, uint32_t c, uint64_t ln, void* arg) {
+                  auto* x = static_cast<Ctx*>(arg);
+                  if (level == x->level && c != Hierarchy::kSharedLevel)
+                    (*x->want)[ln] |= uint64_t(1) << (c % 64);
+                },
+                &ctx);
+            for (uint64_t ln = base / line; ln <= (base + span) / line; ++ln) {
+              const uint64_t got = h->sharers(ln);
+              const auto it = want.find(ln);
+              const uint64_t expect = it == want.end() ? 0 : it->second;
+              ++checked;
+              shared_lines += __builtin_popcountll(expect) > 1;
+              ASSERT_EQ(got, expect) << "line " << ln << " after access " << i;
+            }
+          }
+        }
+  }
+  EXPECT_GT(shared_lines, 1000u);  // lines held by several cores at once were checked
+  EXPECT_GT(checked, 0u);
 }
 
 // Long single-core runs: most accesses take the L1 fast paths.
