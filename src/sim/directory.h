@@ -21,7 +21,7 @@ inline uint64_t sharer_bit(uint32_t core) { return uint64_t(1) << (core & 63); }
 
 class SharerTable {
  public:
-  SharerTable() : slots_(16) {}
+  SharerTable() = default;  // allocates on the first put
   uint64_t get(uint64_t line) const {
     if (used_ == 0) return 0;
     for (size_t i = home(line);; i = (i + 1) & mask()) {
@@ -54,7 +54,7 @@ class SharerTable {
     uint64_t line = kEmpty;
     uint64_t sharers = 0;
   };
-  size_t mask() const { return slots_.size() - 1; }
+  size_t mask() const { return slots_.size() - 1; }  // (used only once slots_ exist)
   size_t home(uint64_t line) const {
     return size_t((line * 0x9E3779B97F4A7C15ull) >> 32) & mask();
   }
@@ -78,7 +78,7 @@ class SharerTable {
     --used_;
   }
   void grow() {
-    std::vector<Slot> old(slots_.size() * 2);
+    std::vector<Slot> old(slots_.empty() ? 16 : slots_.size() * 2);
     old.swap(slots_);
     for (const Slot& s : old) {
       if (s.line == kEmpty) continue;

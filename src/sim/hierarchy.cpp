@@ -22,6 +22,7 @@ namespace {
 constexpr uint32_t kMaxCores = 1024;
 constexpr uint64_t kNone = Cache::kInvalid;
 constexpr uint32_t kNoCore = ~0u;
+constexpr unsigned kL3ShardBits = 10;  // at most 1024 parts of the shared level
 
 // An estimate in bytes for a sentence: "930 MiB", "1.1 GiB" (binary units, 3 significant digits).
 std::string approx_size(uint64_t bytes) {
@@ -148,13 +149,22 @@ struct CoreState {
   }
 };
 
-// The lock has a host cache line to itself: a waiter spinning on it must not keep stealing the
-// line the holder is updating in.
+// Lock mode's stripe of lines (line & shard_mask): the sets of every level those lines map to.
+// The lock has a host cache line to itself.
 struct alignas(64) Shard {
   SpinLock lock;
-  alignas(64) LineSet shared_seen;  // lines of this shard ever requested from the shared level,
-                                    // >> shard bits
-  SharerTable sharers;  // the directory of this shard's lines, unless it is in the shared level
+};
+
+// A part of the shared level (docs/parallel-sim.md, rule 2): whole shared-level sets, chosen by
+// a bijective scramble of the set index's low bits (see l3_shard), so that private arrays walked
+// in step by several threads do not meet in one part. Owns those sets and, without an inclusive
+// shared level, their lines' directory. Its lock is taken inside a stripe lock (lock mode), never
+// with another part's, and the shared shadow's lock inside it.
+struct alignas(64) L3Shard {
+  SpinLock lock;
+  void lock_if(bool on) { if (on) lock.lock(); }
+  void unlock_if(bool on) { if (on) lock.unlock(); }
+  SharerTable sharers;  // the directory of this part's lines, unless it is in the shared level
 };
 
 }  // namespace
@@ -174,13 +184,29 @@ struct Hierarchy::Impl {
   uint64_t shard_mask = 0;
   unsigned shard_bits = 0;
   std::unique_ptr<Shard[]> shards;
+  // The shared level's parts: l3_fold low line bits are a function of the shared-level set (its
+  // set count is a multiple of 2^l3_fold, at most 2^16 so that folded set rows stay in one part);
+  // 2^l3_bits parts of 2^(l3_fold - l3_bits) sets' residues each.
+  unsigned l3_fold = 0, l3_bits = 0;
+  std::unique_ptr<L3Shard[]> l3_shards;
+  // The scrambled residue of `line`: bijective on l3_fold bits, neighbours far apart.
+  uint64_t l3_scramble(uint64_t line) const {
+    const uint64_t m = (uint64_t(1) << l3_fold) - 1;
+    return ((line & m) * 0x9E3779B97F4A7C15ull) & m;
+  }
+  L3Shard& l3_shard(uint64_t line) const {
+    return l3_shards[l3_bits ? l3_scramble(line) >> (l3_fold - l3_bits) : 0];
+  }
   std::unique_ptr<std::atomic<CoreState*>[]> cores;
   std::unique_ptr<uint32_t[]> created_ids;
   std::atomic<uint32_t> created{0};
   std::mutex create_mu;
   std::unique_ptr<Cache> shared;
   std::unique_ptr<FaLru> shared_shadow;
-  SpinLock shared_shadow_lock;
+  // Lines ever requested from the shared level (first touches: compulsory misses there). One
+  // set, as per-part sets would each take a 2 KiB leaf for a few lines of a small footprint.
+  LineSet shared_seen;
+  SpinLock shared_shadow_lock;  // the shared shadow's and shared_seen's: a leaf lock
   // Knobs::count_sets: per level, [folded set][Outcome] counts (empty when off). Only the shared
   // level's live here (under the shard lock); private levels' are per core (CoreState::set_rows).
   struct SetIndex {
@@ -287,6 +313,11 @@ struct Hierarchy::Impl {
     }
   }
 
+  bool shared_seen_insert(uint64_t line) {
+    Guard g(shared_shadow_lock, concurrent);
+    return shared_seen.insert(line);
+  }
+
   bool shared_shadow_contains(uint64_t line) {
     Guard g(shared_shadow_lock, concurrent);
     return shared_shadow->contains(line);
@@ -315,14 +346,14 @@ struct Hierarchy::Impl {
 
   // The sharers word of `line`.
   uint64_t dir_get(uint64_t line) const {
-    if (!dir_in_llc) return shards[line & shard_mask].sharers.get(line);
+    if (!dir_in_llc) return l3_shard(line).sharers.get(line);
     const int64_t j = shared->find(line);
     return j < 0 ? 0 : shared->entry(size_t(j)).mask;
   }
   // Sets it; with dir_in_llc the line must be in the shared level (inclusion: it is while a
   // core holds it).
   void dir_set(uint64_t line, uint64_t sharers) {
-    if (!dir_in_llc) return shards[line & shard_mask].sharers.put(line, sharers);
+    if (!dir_in_llc) return l3_shard(line).sharers.put(line, sharers);
     const int64_t j = shared->find(line);
     if (j >= 0) shared->entry(size_t(j)).mask = sharers;
   }
@@ -338,8 +369,11 @@ struct Hierarchy::Impl {
   }
   // Core `cid`'s last private level dropped `line`; `llc_hint` is its index in the shared level
   // when the directory is there (Entry::below of the last private level), checked before use.
+  // Lock mode: the caller holds `line`'s stripe (which covers its shared-level set); a table
+  // directory also needs the part's lock, taken here.
   void dir_leave(uint32_t cid, uint64_t line, uint32_t llc_hint) {
     if (!dir_on) return;
+    Guard g(l3_shard(line).lock, concurrent && !dir_in_llc);
     uint64_t* word;
     uint64_t tmp;
     if (dir_in_llc) {
@@ -351,7 +385,7 @@ struct Hierarchy::Impl {
       }
       word = &shared->entry(j).mask;
     } else {
-      tmp = shards[line & shard_mask].sharers.get(line);
+      tmp = l3_shard(line).sharers.get(line);
       word = &tmp;
     }
     uint64_t keep = 0;  // another core of cid's residue that still holds the line keeps the bit
@@ -360,7 +394,7 @@ struct Hierarchy::Impl {
         if (o.priv[npriv - 1]->find(line) >= 0) keep = sharer_bit(cid);
       });
     *word = (*word & ~sharer_bit(cid)) | keep;
-    if (!dir_in_llc) shards[line & shard_mask].sharers.put(line, *word);
+    if (!dir_in_llc) l3_shard(line).sharers.put(line, *word);
   }
 
   void write_back_to_shared(uint64_t line) {
@@ -519,8 +553,7 @@ struct Hierarchy::Impl {
   // Returns the line's index in the shared level (it is there afterwards).
   size_t access_shared(CoreState& c, uint64_t line, bool w, bool core_first, LineResult& r) {
     const size_t s = npriv;
-    Shard& sh = shards[line & shard_mask];
-    if (core_first) sh.shared_seen.prefetch_lookup(line >> shard_bits);
+    if (core_first && !concurrent) shared_seen.prefetch_lookup(line);  // (reads its table)
     bool shadow_hit;
     {
       Guard g(shared_shadow_lock, concurrent);
@@ -534,7 +567,7 @@ struct Hierarchy::Impl {
       count(c, s, Outcome::Hit, w, line);
       return size_t(j);
     }
-    Outcome o = core_first && sh.shared_seen.insert(line >> shard_bits) ? Outcome::Compulsory
+    Outcome o = core_first && shared_seen_insert(line) ? Outcome::Compulsory
                 : shadow_hit                ? Outcome::Conflict
                                             : Outcome::Capacity;
     r.level[s] = o;
@@ -672,6 +705,7 @@ struct Hierarchy::Impl {
       Mesi st = hc.entry(size_t(hit_idx)).state;
       r.levels_reached = uint8_t(hit_level + 1);
       if (w && st == Mesi::S) {
+        Guard g(l3_shard(line).lock, concurrent);
         snoop(c, cid, dir_get(line), line, gm, true, r);  // upgrade: the write needs the only copy
         dir_set(line, sharer_bit(cid));
         r.upgrade = 1;
@@ -694,29 +728,33 @@ struct Hierarchy::Impl {
       bool others = false;
       uint64_t sharers;
       size_t below = 0;
+      L3Shard& part = l3_shard(line);
+      part.lock_if(concurrent);
       if (dir_in_llc) {
         below = access_shared(c, line, w, first, r);
         sharers = dir_on ? shared->entry(below).mask : 0;
         if (sharers & ~sharer_bit(cid) || (sharers && knobs.cores > 64))
           others = snoop(c, cid, sharers, line, gm, w, r);
       } else {
-        sharers = dir_on ? shards[line & shard_mask].sharers.get(line) : 0;
+        sharers = dir_on ? part.sharers.get(line) : 0;
         if (sharers) others = snoop(c, cid, sharers, line, gm, w, r);
         if (has_shared) access_shared(c, line, w, first, r);
         else r.levels_reached = uint8_t(npriv + 1);
       }
       const uint64_t after = w ? sharer_bit(cid) : sharers | sharer_bit(cid);
+      // A table directory names this core now, before the part's lock goes: the fills below
+      // may evict a victim, whose part's lock dir_leave takes (never two at once).
+      if (dir_on && !dir_in_llc) part.sharers.put(line, after);
+      part.unlock_if(concurrent);
       Mesi st = w ? Mesi::M : (others ? Mesi::S : Mesi::E);
       l1_idx = below;
       c.filling = &r;
       for (size_t l = npriv; l-- > 0;) l1_idx = fill_private(c, cid, l, line, st, l1_idx);
       c.filling = nullptr;
-      if (!dir_on) {
-      } else if (dir_in_llc) {
-        shared->entry(below).mask = after;
-      } else {
-        shards[line & shard_mask].sharers.put(line, after);
-      }
+      // (After the fills, though the part's lock is gone: the shared-level entry is its set's,
+      // which the stripe lock covers in lock mode. Written before them, the store slowed the
+      // victim's dir_leave down by a quarter of a sequential miss stream's time in bench_sim.)
+      if (dir_on && dir_in_llc) shared->entry(below).mask = after;
       if (c.departures[line & shard_mask]) c.departures[line & shard_mask]->erase(line, cid);
     }
     Entry& e = l1.entry(l1_idx);
@@ -783,6 +821,14 @@ Result<std::unique_ptr<Hierarchy>> Hierarchy::create_unchecked(const CacheGeomet
   m->shard_mask = nshards - 1;
   while ((uint64_t(1) << m->shard_bits) < nshards) ++m->shard_bits;
   m->shards.reset(new Shard[nshards]);
+  {
+    // The shared level's parts (the last private level's sets without one: its table directory).
+    const uint64_t sets = g.levels.back().sets();
+    const uint64_t pow2 = sets & -sets;
+    while (m->l3_fold < 16 && (uint64_t(2) << m->l3_fold) <= pow2) ++m->l3_fold;
+    m->l3_bits = std::min(m->l3_fold, kL3ShardBits);
+    m->l3_shards.reset(new L3Shard[size_t(1) << m->l3_bits]);
+  }
   if (k.count_sets)
     for (size_t l = 0; l < n; ++l) {
       const uint64_t sets = g.levels[l].sets();
@@ -1108,5 +1154,6 @@ size_t Hierarchy::set_counts(SetCount* out, size_t max) const {
 const CacheGeometry& Hierarchy::geometry() const { return impl_->geo; }
 const Knobs& Hierarchy::knobs() const { return impl_->knobs; }
 size_t Hierarchy::shards() const { return impl_->shard_mask + 1; }
+size_t Hierarchy::shared_shards() const { return size_t(1) << impl_->l3_bits; }
 
 }  // namespace whymiss::sim

@@ -301,7 +301,8 @@ class Hierarchy {
   size_t set_count_capacity() const;  // an upper bound of what set_counts() returns
   const CacheGeometry& geometry() const;
   const Knobs& knobs() const;
-  size_t shards() const;
+  size_t shards() const;         // lock mode's stripes (line address bits)
+  size_t shared_shards() const;  // the shared level's parts (hashed set index)
 
  private:
   struct Impl;
