@@ -30,8 +30,17 @@ class SharerTable {
       if (s.line == kEmpty) return 0;
     }
   }
-  // Sets the line's sharers; 0 removes the line.
-  void put(uint64_t line, uint64_t sharers) {
+  // Whether the line's only holder has it modified (kept with Knobs::parallel, see hierarchy.cpp).
+  bool modified(uint64_t line) const {
+    if (used_ == 0) return false;
+    for (size_t i = home(line);; i = (i + 1) & mask()) {
+      const Slot& s = slots_[i];
+      if (s.line == line) return s.modified;
+      if (s.line == kEmpty) return false;
+    }
+  }
+  // Sets the line's sharers and modified flag; sharers 0 removes the line.
+  void put(uint64_t line, uint64_t sharers, bool modified = false) {
     if (sharers == 0) return erase(line);
     if ((used_ + 1) * 2 > slots_.size()) grow();
     size_t i = home(line);
@@ -39,11 +48,12 @@ class SharerTable {
       Slot& s = slots_[i];
       if (s.line == line) {
         s.sharers = sharers;
+        s.modified = modified;
         return;
       }
       if (s.line == kEmpty) break;
     }
-    slots_[i] = Slot{line, sharers};
+    slots_[i] = Slot{line, sharers, modified};
     ++used_;
   }
   size_t size() const { return used_; }
@@ -53,6 +63,7 @@ class SharerTable {
   struct Slot {
     uint64_t line = kEmpty;
     uint64_t sharers = 0;
+    bool modified = false;
   };
   size_t mask() const { return slots_.size() - 1; }  // (used only once slots_ exist)
   size_t home(uint64_t line) const {

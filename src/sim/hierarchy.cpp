@@ -13,6 +13,7 @@
 #include "sim/departures.h"
 #include "sim/directory.h"
 #include "sim/fa_lru.h"
+#include "sim/inbox.h"
 #include "sim/line_set.h"
 #include "sim/sim.h"
 
@@ -23,6 +24,15 @@ constexpr uint32_t kMaxCores = 1024;
 constexpr uint64_t kNone = Cache::kInvalid;
 constexpr uint32_t kNoCore = ~0u;
 constexpr unsigned kL3ShardBits = 10;  // at most 1024 parts of the shared level
+
+// Knobs::parallel: a core's inbox holds at most two messages per line the directory lists it for
+// (a downgrade leaves an S copy, which only an invalidation can follow; an invalidation unlists
+// it), i.e. the lines of its last private level, plus slack.
+uint64_t inbox_capacity(const CacheGeometry& g) {
+  const size_t npriv = g.levels.size() >= 2 ? g.levels.size() - 1 : g.levels.size();
+  const LevelGeometry& last = g.levels[npriv - 1];
+  return 2 * (last.size / last.line) + 64;
+}
 
 // An estimate in bytes for a sentence: "930 MiB", "1.1 GiB" (binary units, 3 significant digits).
 std::string approx_size(uint64_t bytes) {
@@ -105,6 +115,8 @@ struct CoreState {
   LineResult* filling = nullptr;
   // This core's latest L1 miss missed every private level too (a hint for prefetching).
   bool went_shared = false;
+  // Knobs::parallel: other cores' effects on this core's copies, applied by its feeder.
+  std::unique_ptr<Inbox> inbox;
   // Why this core lost lines (departures.h), one table per lock stripe (created on first use):
   // in lock mode another core's snoop or back-invalidation writes here under the stripe lock of
   // the line, while this core reads and writes the tables of its own lines' stripes.
@@ -179,6 +191,10 @@ struct Hierarchy::Impl {
   // copies to find), in the shared level's entries when it is inclusive, else in shard tables.
   bool dir_on = false;
   bool dir_in_llc = false;
+  // Knobs::parallel: cross-core effects are messages (inbox.h), and the directory also says
+  // whether a line's only holder has it modified (the shared-level entry's state M, or the
+  // table's flag), which is what a poster needs to know instead of reading the holder's copy.
+  bool parallel = false;
   unsigned line_shift = 0;
   unsigned granule_shift = 0;
   uint64_t shard_mask = 0;
@@ -273,6 +289,7 @@ struct Hierarchy::Impl {
       if (!c->set_rows[l].empty()) c->set_rows_at[l] = c->set_rows[l].data();
     if (has_shared) c->set_rows_at[npriv] = set_rows_at[npriv];
     c->departures.resize(shard_mask + 1);
+    if (knobs.parallel && knobs.cores > 1) c->inbox = std::make_unique<Inbox>(inbox_capacity(geo));
     c->memo.line_shift = line_shift;
     c->memo.line_bytes = uint32_t(1) << line_shift;
     c->memo.granule_shift = granule_shift;
@@ -357,6 +374,99 @@ struct Hierarchy::Impl {
     const int64_t j = shared->find(line);
     if (j >= 0) shared->entry(size_t(j)).mask = sharers;
   }
+  // Knobs::parallel: whether the line's only holder has it modified (see `parallel`).
+  bool dir_modified(uint64_t line) const {
+    if (!dir_in_llc) return l3_shard(line).sharers.modified(line);
+    const int64_t j = shared->find(line);
+    return j >= 0 && shared->entry(size_t(j)).state == Mesi::M;
+  }
+  void dir_set_modified(uint64_t line, bool on) {
+    if (!dir_in_llc) {
+      SharerTable& t = l3_shard(line).sharers;
+      return t.put(line, t.get(line), on);
+    }
+    const int64_t j = shared->find(line);
+    if (j >= 0) shared->entry(size_t(j)).state = on ? Mesi::M : Mesi::E;
+  }
+
+  // ---- Knobs::parallel: messages ----
+
+  void post(CoreState& o, const Message& m) { o.inbox->post(m, o.memo.pending); }
+
+  // Core `oid` (the caller feeds it) applies its inbox: what the direct protocol (snoop,
+  // evict_shared) would have done to its copies when the message was posted, counted in its
+  // own counters. A message for a line it no longer holds (or never did: an aliased directory
+  // bit) changes nothing.
+  void drain(CoreState& o, uint32_t oid) {
+    if (o.memo.pending.load(std::memory_order_acquire) == 0) return;
+    o.inbox->drain(o.memo.pending, [&](const Message& m) {
+      const uint64_t line = m.line;
+      if (o.priv[npriv - 1]->find(line) < 0) return;
+      Departure d;
+      for (size_t l = 0; l < npriv; ++l) {
+        const int64_t x = o.priv[l]->find(line);
+        if (x < 0) continue;
+        Entry& e = o.priv[l]->entry(size_t(x));
+        switch (m.kind) {
+          case Message::Invalidate:
+            d.my_mask |= e.mask;
+            d.coherence_levels |= uint8_t(1u << l);
+            o.priv[l]->invalidate(size_t(x));
+            o.counters.level[l].coherence_invalidations++;
+            break;
+          case Message::Downgrade:
+            if (e.dirty) {  // (the poster marked the shared level's copy dirty)
+              e.dirty = false;
+              o.counters.level[l].writebacks++;
+            }
+            e.state = Mesi::S;
+            break;
+          case Message::BackInvalidate:
+            o.priv[l]->invalidate(size_t(x));
+            o.counters.level[l].back_invalidations++;
+            d.inclusion_levels |= uint8_t(1u << l);
+            break;
+        }
+      }
+      if (m.kind == Message::Invalidate) {
+        d.writer_mask = m.writer_mask;
+        d.writer_core = m.writer_core;
+        o.departures_of(line & shard_mask).set(line, oid, d);
+      } else if (m.kind == Message::BackInvalidate) {
+        d.inclusion_kind = Outcome(m.inclusion_kind);
+        o.departures_of(line & shard_mask).set(line, oid, d);
+      }
+    });
+  }
+
+  // snoop's work as messages: an invalidation to every other holder of a write, a downgrade to
+  // the only other holder of a read (several holders are all S already). A downgraded modified
+  // copy is written back to the shared level here, under the caller's lock; the holder counts
+  // its private levels' write-backs when it applies the message.
+  bool post_snoop(uint32_t cid, uint64_t sharers, bool modified, uint64_t line, uint64_t gm,
+                  bool w, LineResult& r) {
+    bool others = false;
+    const bool one = __builtin_popcountll(sharers & ~sharer_bit(cid)) == 1 ||
+                     (sharers == sharer_bit(cid));  // (cid's bit: another core of its residue)
+    for_each_sharer(sharers, cid, [&](uint32_t, CoreState& o) {
+      others = true;
+      Message m;
+      m.line = line;
+      if (w) {
+        m.kind = Message::Invalidate;
+        m.writer_mask = gm;
+        m.writer_core = cid;
+        post(o, m);
+        if (r.invalidated < UINT16_MAX) r.invalidated++;
+      } else if (one) {
+        m.kind = Message::Downgrade;
+        post(o, m);
+      }
+    });
+    if (!w && modified) write_back_to_shared(line);
+    return others;
+  }
+
   // Calls fn(id, core) for every created core other than `except` that the sharers word names
   // (the cores of each set bit's residue, see directory.h), in core order. fn checks the copy.
   template <typename F>
@@ -376,6 +486,7 @@ struct Hierarchy::Impl {
     Guard g(l3_shard(line).lock, concurrent && !dir_in_llc);
     uint64_t* word;
     uint64_t tmp;
+    Entry* llc_entry = nullptr;
     if (dir_in_llc) {
       size_t j = llc_hint;
       if (j >= shared->sets() * shared->ways() || shared->tag(j) != line) {
@@ -383,7 +494,8 @@ struct Hierarchy::Impl {
         if (f < 0) return;
         j = size_t(f);
       }
-      word = &shared->entry(j).mask;
+      llc_entry = &shared->entry(j);
+      word = &llc_entry->mask;
     } else {
       tmp = l3_shard(line).sharers.get(line);
       word = &tmp;
@@ -394,7 +506,8 @@ struct Hierarchy::Impl {
         if (o.priv[npriv - 1]->find(line) >= 0) keep = sharer_bit(cid);
       });
     *word = (*word & ~sharer_bit(cid)) | keep;
-    if (!dir_in_llc) l3_shard(line).sharers.put(line, *word);
+    if (!dir_in_llc) l3_shard(line).sharers.put(line, *word);  // (0: erased, not modified)
+    else if (parallel && *word == 0) llc_entry->state = Mesi::E;
   }
 
   void write_back_to_shared(uint64_t line) {
@@ -444,6 +557,19 @@ struct Hierarchy::Impl {
         Entry& n = next.entry(e.below);
         n.mask |= e.mask;
         n.dirty |= e.dirty;
+      } else if (e.dirty && parallel) {
+        // The modification left with this copy (three or more private levels: a middle level
+        // may have dropped the line). If no farther copy is dirty, the directory must no longer
+        // say modified, or a reader's downgrade would write back what is not there.
+        bool dirty = false;
+        for (size_t u = l + 2; u < npriv && !dirty; ++u) {
+          const int64_t j = c.priv[u]->find(v);
+          dirty = j >= 0 && c.priv[u]->entry(size_t(j)).dirty;
+        }
+        if (!dirty) {
+          Guard g(l3_shard(v).lock, concurrent);
+          dir_set_modified(v, false);
+        }
       }
       if (e.dirty) c.counters.level[l].writebacks++;
     }
@@ -505,9 +631,11 @@ struct Hierarchy::Impl {
     return others;
   }
 
-  void evict_shared(CoreState& me, size_t idx) {
+  void evict_shared(CoreState& me, uint32_t cid, size_t idx) {
     uint64_t v = shared->tag(idx);
     bool dirty = shared->entry(idx).dirty;
+    // (Knobs::parallel: another holder's modified copy, which it will drop unseen.)
+    if (parallel && dir_in_llc && shared->entry(idx).state == Mesi::M) dirty = true;
     // (Without a directory, the only core: core 0.)
     const uint64_t sharers = !dir_on ? 1 : dir_in_llc ? shared->entry(idx).mask : 0;
     shared->invalidate(idx);
@@ -517,6 +645,14 @@ struct Hierarchy::Impl {
       // are in no private level, and the question is a host cache miss or two in its shadow.
       int why = -1;
       for_each_sharer(sharers, kNoCore, [&](uint32_t oid, CoreState& o) {
+        if (parallel && oid != cid) {  // a message; the requester's own copy goes now
+          if (why < 0) why = int(shared_shadow_contains(v) ? Outcome::Conflict : Outcome::Capacity);
+          Message m;
+          m.line = v;
+          m.kind = Message::BackInvalidate;
+          m.inclusion_kind = uint8_t(why);
+          return post(o, m);
+        }
         if (o.priv[npriv - 1]->find(v) < 0) return;  // inclusion: absent everywhere
         Departure d;
         for (size_t l = 0; l < npriv; ++l) {
@@ -551,7 +687,8 @@ struct Hierarchy::Impl {
   // shared level for it then (every first access misses the private levels), so the line is in
   // shared_seen already and the set need not be asked.
   // Returns the line's index in the shared level (it is there afterwards).
-  size_t access_shared(CoreState& c, uint64_t line, bool w, bool core_first, LineResult& r) {
+  size_t access_shared(CoreState& c, uint32_t cid, uint64_t line, bool w, bool core_first,
+                       LineResult& r) {
     const size_t s = npriv;
     if (core_first && !concurrent) shared_seen.prefetch_lookup(line);  // (reads its table)
     bool shadow_hit;
@@ -575,7 +712,7 @@ struct Hierarchy::Impl {
     count(c, s, o, w, line);
     const uint32_t set = shared->set_of(line);
     const size_t i = shared->fill_slot(set);
-    if (shared->tag(i) != kNone) evict_shared(c, i);
+    if (shared->tag(i) != kNone) evict_shared(c, cid, i);
     shared->fill(i, set, line, Entry{0, Mesi::E, false});
     return i;
   }
@@ -704,12 +841,17 @@ struct Hierarchy::Impl {
       hc.touch(size_t(hit_idx));
       Mesi st = hc.entry(size_t(hit_idx)).state;
       r.levels_reached = uint8_t(hit_level + 1);
-      if (w && st == Mesi::S) {
+      if (w && st == Mesi::S) {  // upgrade: the write needs the only copy
         Guard g(l3_shard(line).lock, concurrent);
-        snoop(c, cid, dir_get(line), line, gm, true, r);  // upgrade: the write needs the only copy
+        if (parallel) post_snoop(cid, dir_get(line), false, line, gm, true, r);
+        else snoop(c, cid, dir_get(line), line, gm, true, r);
         dir_set(line, sharer_bit(cid));
+        if (parallel) dir_set_modified(line, true);
         r.upgrade = 1;
         c.counters.level[hit_level].upgrades++;
+      } else if (w && st == Mesi::E && parallel) {  // once a tenure: a reader must find it dirty
+        Guard g(l3_shard(line).lock, concurrent);
+        dir_set_modified(line, true);
       }
       if (w && st != Mesi::M) {
         st = Mesi::M;
@@ -731,20 +873,25 @@ struct Hierarchy::Impl {
       L3Shard& part = l3_shard(line);
       part.lock_if(concurrent);
       if (dir_in_llc) {
-        below = access_shared(c, line, w, first, r);
+        below = access_shared(c, cid, line, w, first, r);
         sharers = dir_on ? shared->entry(below).mask : 0;
         if (sharers & ~sharer_bit(cid) || (sharers && knobs.cores > 64))
-          others = snoop(c, cid, sharers, line, gm, w, r);
+          others = parallel ? post_snoop(cid, sharers, shared->entry(below).state == Mesi::M, line,
+                                         gm, w, r)
+                            : snoop(c, cid, sharers, line, gm, w, r);
+        if (parallel) shared->entry(below).state = w ? Mesi::M : Mesi::E;
       } else {
         sharers = dir_on ? part.sharers.get(line) : 0;
-        if (sharers) others = snoop(c, cid, sharers, line, gm, w, r);
-        if (has_shared) access_shared(c, line, w, first, r);
+        if (sharers)
+          others = parallel ? post_snoop(cid, sharers, part.sharers.modified(line), line, gm, w, r)
+                            : snoop(c, cid, sharers, line, gm, w, r);
+        if (has_shared) access_shared(c, cid, line, w, first, r);
         else r.levels_reached = uint8_t(npriv + 1);
       }
       const uint64_t after = w ? sharer_bit(cid) : sharers | sharer_bit(cid);
       // A table directory names this core now, before the part's lock goes: the fills below
       // may evict a victim, whose part's lock dir_leave takes (never two at once).
-      if (dir_on && !dir_in_llc) part.sharers.put(line, after);
+      if (dir_on && !dir_in_llc) part.sharers.put(line, after, parallel && w);
       part.unlock_if(concurrent);
       Mesi st = w ? Mesi::M : (others ? Mesi::S : Mesi::E);
       l1_idx = below;
@@ -783,7 +930,8 @@ Result<std::unique_ptr<Hierarchy>> Hierarchy::create(const CacheGeometry& g, con
   }
   // One core and the shared level must fit, or nothing can be simulated at all.
   const bool table_directory = k.cores > 1 && !(g.levels.size() >= 2 && k.inclusive_llc);
-  const uint64_t core_cost = core_bytes(g, k.policy) + (table_directory ? directory_bytes(g) : 0);
+  uint64_t core_cost = core_bytes(g, k.policy) + (table_directory ? directory_bytes(g) : 0);
+  if (k.parallel && k.cores > 1) core_cost += 64 * inbox_capacity(g);  // 32-byte slots, rounded up
   const uint64_t shared_cost = g.levels.size() >= 2 ? level_bytes(g.levels.back(), k.policy) : 0;
   if (k.memory_budget && core_cost + shared_cost > k.memory_budget)
     return make_error("simulating " + g.to_spec() + " takes " +
@@ -810,6 +958,7 @@ Result<std::unique_ptr<Hierarchy>> Hierarchy::create_unchecked(const CacheGeomet
   size_t n = g.levels.size();
   m->has_shared = n >= 2;
   m->dir_on = k.cores > 1;
+  m->parallel = k.parallel && m->dir_on;
   m->dir_in_llc = m->has_shared && k.inclusive_llc;
   m->npriv = m->has_shared ? n - 1 : n;
   while ((1u << m->line_shift) < g.line()) ++m->line_shift;
@@ -876,6 +1025,7 @@ bool Hierarchy::access(uint32_t core, uint64_t addr, uint32_t size, bool write,
     CoreState* c = m.cores[core].load(std::memory_order_acquire);
     if (c && ((addr + size - 1) >> m.line_shift) == line) {
       if (c->memo.try_hit(addr, size, write)) return true;
+      if (m.parallel) m.drain(*c, core);
       const uint64_t gm = m.granule_mask(addr, size);
       int64_t l1_found;
       if (m.l1_hit(*c, line, gm, write, &l1_found)) return true;
@@ -893,6 +1043,7 @@ __attribute__((noinline)) bool Hierarchy::Impl::access_general(uint32_t core, ui
   if (size == 0) size = 1;
   if (core >= m.knobs.cores) core %= m.knobs.cores;
   CoreState& c = m.core(core);
+  if (m.parallel) m.drain(c, core);
   int64_t ignored;  // l1_hit's L1 index: access_line looks again here
   const uint64_t first = addr >> m.line_shift;
   const uint64_t last = (addr + size - 1) >> m.line_shift;
@@ -909,6 +1060,8 @@ __attribute__((noinline)) bool Hierarchy::Impl::access_general(uint32_t core, ui
     uint64_t gm = m.granule_mask(lo, hi - lo);
     Shard& sh = m.shards[ln & m.shard_mask];
     Guard sg(sh.lock, m.concurrent);
+    // (Lock mode: messages about this stripe's lines posted since the drain above.)
+    if (m.parallel && m.concurrent) m.drain(c, core);
     if (first == last && m.concurrent && m.l1_hit(c, ln, gm, write, &ignored)) return true;
     if (ln == first) {
       c.counters.accesses++;
@@ -986,13 +1139,13 @@ uint64_t Hierarchy::level_bytes(const LevelGeometry& lg, Policy p) {
   return b + lines * 16 + slots * 8;
 }
 
-// A sharer table slot (16 bytes) at load factor 1/4 to 1/2 per line of the last private level:
+// A sharer table slot (24 bytes) at load factor 1/4 to 1/2 per line of the last private level:
 // what the directory costs a core without an inclusive shared level (directory.h).
 uint64_t Hierarchy::directory_bytes(const CacheGeometry& g) {
   const size_t npriv = g.levels.size() >= 2 ? g.levels.size() - 1 : g.levels.size();
   if (npriv == 0) return 0;
   const LevelGeometry& last = g.levels[npriv - 1];
-  return last.size / last.line * 48;
+  return last.size / last.line * 72;
 }
 
 uint64_t Hierarchy::core_bytes(const CacheGeometry& g, Policy p) {
@@ -1070,6 +1223,26 @@ void Hierarchy::for_each_line(void (*fn)(size_t, uint32_t, uint64_t, void*), voi
 }
 
 uint64_t Hierarchy::sharers(uint64_t line) const { return impl_->dir_get(line); }
+
+void Hierarchy::drain_all() {
+  Impl& m = *impl_;
+  if (!m.parallel) return;
+  const uint32_t n = m.created.load(std::memory_order_acquire);
+  for (uint32_t q = 0; q < n; ++q) {
+    const uint32_t id = m.created_ids[q];
+    m.drain(*m.cores[id].load(std::memory_order_acquire), id);
+  }
+}
+
+uint64_t Hierarchy::messages_dropped() const {
+  uint64_t n = 0;
+  const uint32_t c = impl_->created.load(std::memory_order_acquire);
+  for (uint32_t q = 0; q < c; ++q) {
+    const CoreState& cs = *impl_->cores[impl_->created_ids[q]].load(std::memory_order_acquire);
+    if (cs.inbox) n += cs.inbox->dropped();
+  }
+  return n;
+}
 
 Counters Hierarchy::counters() const {
   Counters total;

@@ -58,6 +58,14 @@ struct Knobs {
   bool one_thread_per_core = false;  // caller promises no two threads feed one core at once:
                                      // the per-core lock is skipped (shard locks stay)
   uint32_t max_shards = 64;    // upper bound on lock shards (power of two)
+  // The parallel simulator's protocol (docs/parallel-sim.md, section 2): another core's access
+  // never writes this core's arrays; it posts a message to its inbox (an invalidation, a
+  // downgrade, a back-invalidation), which this core applies at the start of its next access
+  // (HitMemo::pending keeps the memo from hitting meanwhile). Fed one access at a time it gives
+  // exactly what the direct protocol gives, with up to 64 cores (above, a directory bit stands
+  // for several cores and every one of them gets the message: an E fill may become S).
+  // Counters of effects still in an inbox lag until drain_all() or the core's next access.
+  bool parallel = false;
   uint64_t seed = 1;           // for Policy::Random
   // Bytes the simulator may take for its caches and shadows, as Hierarchy::level_bytes estimates
   // them before anything is allocated; 0 = no limit. create() refuses a geometry whose shared
@@ -107,6 +115,10 @@ struct HitMemo {
   Entry* entry = nullptr;
   uint32_t line_bytes = 64;
   unsigned line_shift = 6, granule_shift = 0;
+  // Messages posted to this core's inbox and not yet applied (Knobs::parallel): while non-zero
+  // no hit is taken here, as the line may be invalidated. Posters add, the core's feeder
+  // subtracts what it applied.
+  std::atomic<uint32_t> pending{0};
   // Hits taken here or by the simulator's L1 fast path, [0 read, 1 write]. One writer at a time
   // (the core's feeder); relaxed load + store, so no locked instruction; counters() sums them.
   std::atomic<uint64_t> hits[2] = {};
@@ -118,7 +130,9 @@ struct HitMemo {
   // size >= 1. Returns false, having changed nothing, when the access needs access().
   bool try_hit(uint64_t addr, uint32_t size, bool write) {
     const uint64_t off = addr - base;  // huge when addr < base
-    if (off >= line_bytes || off + size > line_bytes || *tag != line) return false;
+    if (off >= line_bytes || off + size > line_bytes || *tag != line ||
+        pending.load(std::memory_order_relaxed) != 0)
+      return false;
     Entry& e = *entry;
     if (write && e.state != Mesi::M) return false;
     e.mask |= granule_shift == 0 ? ((uint64_t(2) << (size - 1)) - 1) << off
@@ -135,7 +149,8 @@ struct HitMemo {
   // memo itself, line..entry, must not change meanwhile: only the core's own feeder sets it).
   bool holds(uint64_t addr, uint32_t size, bool write) const {
     const uint64_t off = addr - base;
-    if (off >= line_bytes || off + size > line_bytes || __atomic_load_n(tag, __ATOMIC_RELAXED) != line)
+    if (off >= line_bytes || off + size > line_bytes || __atomic_load_n(tag, __ATOMIC_RELAXED) != line ||
+        pending.load(std::memory_order_relaxed) != 0)
       return false;
     const uint64_t need = granule_shift == 0 ? ((uint64_t(2) << (size - 1)) - 1) << off
                                              : granule_mask(addr, size, line_shift, granule_shift);
@@ -291,6 +306,12 @@ class Hierarchy {
   // The directory's word for `line` (see sim/directory.h): bit (core % 64) set for each core
   // whose last private level holds it. For tests; same threading contract as for_each_line.
   uint64_t sharers(uint64_t line) const;
+
+  // Knobs::parallel: applies every core's inbox, so that counters(), set_counts() and
+  // for_each_line() see every effect. Same threading contract as for_each_line.
+  void drain_all();
+  // Messages a full inbox dropped (Knobs::parallel; its capacity makes it 0).
+  uint64_t messages_dropped() const;
 
   Counters counters() const;  // sum over cores; consistent when no access is in flight
   // The per-set counts of every level (Knobs::count_sets), sets with no access left out, level

@@ -273,3 +273,140 @@ TEST(SimCoherence, HeldHitsNeedTheLineTheTouchedBytesAndForWritesAModifiedCopy) 
 
 }  // namespace
 }  // namespace whymiss::sim
+
+namespace whymiss::sim {
+namespace {
+
+bool holds_in_l1(const Hierarchy& h, uint32_t core, uint64_t line) {
+  struct Q {
+    uint32_t core;
+    uint64_t line;
+    bool found;
+  } q{core, line, false};
+  h.for_each_line(
+      [](size_t level, uint32_t c, uint64_t ln, void* arg) {
+        auto* x = static_cast<Q*>(arg);
+        if (level == 0 && c == x->core && ln == x->line) x->found = true;
+      },
+      &q);
+  return q.found;
+}
+
+// Knobs::parallel, step by step (docs/parallel-sim.md, section 4, step 3 (b)): another core's
+// write posts an invalidation instead of touching this core's arrays; until this core's next
+// access applies it, the copy is still there but the memo refuses to hit on it; that access is
+// then the sharing miss the direct protocol gives, with the writer's evidence. A read of a
+// modified line by a third core posts a downgrade and fills S.
+TEST(SimCoherence, ParallelInvalidationsWaitInTheInboxUntilTheCoresNextAccess) {
+  for (bool overlap : {false, true}) {
+    Knobs k = cores(3);
+    k.parallel = true;
+    k.concurrent = false;
+    auto h = make(small(), k);
+    const uint64_t x = 0x6000, line = x / 64;
+    h->access(1, x + 16, 8, false);                 // core 1 reads bytes 16-23: E
+    HitMemo* m1 = h->hit_memo(1);
+    EXPECT_TRUE(m1->try_hit(x + 16, 8, false));     // its memo hits (pending == 0)
+    const uint32_t woff = overlap ? 20 : 40;
+    auto w = h->access(0, x + woff, 4, true);       // core 0 writes: one invalidation posted
+    EXPECT_EQ(w.lines[0].invalidated, 1u);
+    EXPECT_EQ(h->sharers(line), 1u);                // the directory already names core 0 only
+    EXPECT_EQ(m1->pending.load(), 1u);
+    EXPECT_TRUE(holds_in_l1(*h, 1, line));          // the copy is still in core 1's arrays...
+    EXPECT_FALSE(m1->try_hit(x + 16, 8, false));    // ...but the memo does not hit on it
+    EXPECT_FALSE(m1->holds(x + 16, 8, false));
+    EXPECT_EQ(h->counters().level[0].coherence_invalidations, 0u);  // not applied yet
+    auto r = h->access(1, x + 16, 8, false);        // applied first, then this access
+    EXPECT_EQ(m1->pending.load(), 0u);
+    EXPECT_EQ(r.lines[0].level[0], overlap ? Outcome::TrueSharing : Outcome::FalseSharing);
+    EXPECT_EQ(r.lines[0].writer_core, 0u);
+    EXPECT_EQ(r.lines[0].writer_mask, 0xFull << woff);
+    EXPECT_EQ(r.lines[0].tenure_mask, 0xFFull << 16);
+    EXPECT_EQ(h->counters().level[0].coherence_invalidations, 1u);
+    EXPECT_EQ(h->sharers(line), 0b011u);            // core 1's read downgraded core 0: both S
+    EXPECT_EQ(h->hit_memo(0)->pending.load(), 1u);  // the downgrade, for core 0
+    // A read by core 2 finds two holders, both S already: no message, and an S fill (its write
+    // is then an upgrade that invalidates both).
+    h->access(2, x, 8, false);
+    EXPECT_EQ(h->hit_memo(0)->pending.load(), 1u);
+    EXPECT_EQ(h->hit_memo(1)->pending.load(), 0u);
+    auto u = h->access(2, x, 8, true);
+    EXPECT_EQ(u.lines[0].upgrade, 1u);
+    EXPECT_EQ(u.lines[0].invalidated, 2u);
+    h->drain_all();
+    EXPECT_EQ(h->messages_dropped(), 0u);
+    // Core 0's dirty copy was written back when it applied the downgrade: L1 (its write) only.
+    EXPECT_EQ(h->counters().level[0].writebacks, 1u);
+  }
+}
+
+}  // namespace
+}  // namespace whymiss::sim
+
+namespace whymiss::sim {
+namespace {
+
+// Knobs::parallel with threads (step 3 (c)): four threads, each feeding its own core, in rounds
+// separated by a spin barrier (no sleeps): each round every thread hits its private lines and
+// reads and writes a few lines all threads share. Messages cross between the threads while they
+// run. Afterwards every access is counted once, no message was dropped, and the directory still
+// names exactly the holders. Run in a build with -fsanitize=thread (cmake
+// -DWHYMISS_SANITIZE=thread) it also checks that no thread touches another core's state.
+TEST(SimParallel, ThreadsExchangeMessagesAndCountEveryAccess) {
+  const uint32_t nthreads = 4;
+  const int rounds = 300, private_per_round = 64, shared_per_round = 8;
+  Knobs k = cores(nthreads);
+  k.parallel = true;
+  k.one_thread_per_core = true;
+  auto h = make(small(), k);
+  for (uint32_t t = 0; t < nthreads; ++t) ASSERT_TRUE(h->add_core(t).ok());
+  std::atomic<uint32_t> arrived{0};
+  auto barrier = [&](uint32_t round) {
+    arrived.fetch_add(1);
+    while (arrived.load() < nthreads * (round + 1)) std::this_thread::yield();
+  };
+  std::vector<std::thread> ts;
+  for (uint32_t t = 0; t < nthreads; ++t)
+    ts.emplace_back([&, t] {
+      AccessResult r;
+      uint64_t x = 0x9E3779B97F4A7C15ull * (t + 1);
+      for (int round = 0; round < rounds; ++round) {
+        for (int i = 0; i < private_per_round; ++i)
+          h->access(t, 0x100000 * (t + 1) + (i % 8) * 64 + (i % 4) * 8, 8, i % 3 == 0, r);
+        for (int i = 0; i < shared_per_round; ++i) {
+          x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+          h->access(t, 0x80000 + (x % 16) * 64 + t * 8, 8, (x >> 32) % 2 == 0, r);
+        }
+        barrier(uint32_t(round));
+      }
+    });
+  for (auto& th : ts) th.join();
+  h->drain_all();
+  EXPECT_EQ(h->messages_dropped(), 0u);
+  const Counters c = h->counters();
+  EXPECT_EQ(c.accesses, uint64_t(nthreads) * rounds * (private_per_round + shared_per_round));
+  EXPECT_EQ(c.level[0].accesses(), c.line_accesses);
+  EXPECT_EQ(c.level[1].accesses(), c.level[0].misses());
+  EXPECT_EQ(c.level[2].accesses(), c.level[1].misses());
+  EXPECT_GT(misses(c, 0, Outcome::FalseSharing), 0u);  // the shared lines' bytes are per thread
+  EXPECT_GT(c.level[0].coherence_invalidations, 0u);
+  // Every invalidation applied removed a copy that a sharing miss or nothing (the line left
+  // otherwise first) followed: at most one sharing miss per invalidation.
+  EXPECT_LE(misses(c, 0, Outcome::FalseSharing) + misses(c, 0, Outcome::TrueSharing),
+            c.level[0].coherence_invalidations);
+  std::vector<uint64_t> want(16, 0);
+  struct Ctx {
+    std::vector<uint64_t>* want;
+  } ctx{&want};
+  h->for_each_line(
+      [](size_t level, uint32_t core, uint64_t ln, void* arg) {
+        const uint64_t first = 0x80000 / 64;
+        if (level == 1 && core != Hierarchy::kSharedLevel && ln >= first && ln < first + 16)
+          (*static_cast<Ctx*>(arg)->want)[ln - first] |= uint64_t(1) << core;
+      },
+      &ctx);
+  for (uint64_t i = 0; i < 16; ++i) EXPECT_EQ(h->sharers(0x80000 / 64 + i), want[i]) << "line " << i;
+}
+
+}  // namespace
+}  // namespace whymiss::sim
