@@ -20,7 +20,10 @@
 //
 // Thread safety: access() may be called concurrently from many threads. Lines are split into
 // shards by their low line-address bits; a shard owns the same sets in every level, so one
-// shard lock covers a whole access. Per-core state (shadows, first-touch sets) has a per-core
+// shard lock covers a whole access. Work at the shared level (an L2 miss, an upgrade) also takes
+// the lock of the shared level's part that holds the line's set (parts are hashed set indices,
+// docs/parallel-sim.md), inside the shard's; other cores' copies are found through a directory
+// (sim/directory.h), not by looking in every core. Per-core state (shadows, first-touch sets) has a per-core
 // lock, taken only by threads that feed that core. Counters and the private levels' per-set
 // counts are per core too, written by the thread simulating an access (events it causes in other
 // cores' copies count in its own core's counters), so that a private hit writes no host line
