@@ -488,13 +488,11 @@ struct Hierarchy::Impl {
     uint64_t tmp;
     Entry* llc_entry = nullptr;
     if (dir_in_llc) {
-      size_t j = llc_hint;
-      if (j >= shared->sets() * shared->ways() || shared->tag(j) != line) {
-        const int64_t f = shared->find(line);
-        if (f < 0) return;
-        j = size_t(f);
-      }
-      llc_entry = &shared->entry(j);
+      // The hint is exact: the last private level's fills take it from the shared level's
+      // index of the line, and inclusion keeps the line there, in place, while a core holds it.
+      // (Checking its tag would be a second host cache miss per L2 eviction; the directory
+      // property test in sim_differential_test fails if the hint were ever wrong.)
+      llc_entry = &shared->entry(llc_hint);
       word = &llc_entry->mask;
     } else {
       tmp = l3_shard(line).sharers.get(line);
