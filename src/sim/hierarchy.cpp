@@ -187,9 +187,16 @@ struct Hierarchy::Impl {
   bool concurrent = true;
   size_t npriv = 0;
   bool has_shared = false;
-  // The directory (directory.h): kept only with more than one core (one core has no other
-  // copies to find), in the shared level's entries when it is inclusive, else in shard tables.
-  bool dir_on = false;
+  // The directory (directory.h): in the shared level's entries when it is inclusive, else in
+  // shard tables. Kept only once a second core accesses (start_directory; with
+  // Knobs::parallel from the start): until then one core holds every private copy, there is no
+  // other copy to find, and its upkeep (a host cache miss per L2 eviction) would buy nothing.
+  // Read without a lock (relaxed); written once, under every stripe lock in lock mode.
+  std::atomic<bool> dir_on{false};
+  bool dir_wanted = false;  // more than one core may ever access
+  // While the directory is off: the one core that has accessed (-1: none yet).
+  std::atomic<int64_t> dir_owner{-1};
+  bool dir() const { return dir_on.load(std::memory_order_relaxed); }
   bool dir_in_llc = false;
   // Knobs::parallel: cross-core effects are messages (inbox.h), and the directory also says
   // whether a line's only holder has it modified (the shared-level entry's state M, or the
@@ -389,6 +396,57 @@ struct Hierarchy::Impl {
     if (j >= 0) shared->entry(size_t(j)).state = on ? Mesi::M : Mesi::E;
   }
 
+  // The directory's word for the only core that has accessed while it is off (with one core in
+  // all, core 0).
+  uint64_t owner_bit() const {
+    if (!dir_wanted) return sharer_bit(0);
+    const int64_t o = dir_owner.load(std::memory_order_relaxed);
+    return o < 0 ? 0 : sharer_bit(uint32_t(o));
+  }
+  // Every access of core `cid` comes here first, holding no simulator lock: the first core to
+  // access owns the caches alone; the first access of another starts the directory.
+  void note_core(uint32_t cid) {
+    if (!dir_wanted || dir()) return;
+    int64_t owner = dir_owner.load(std::memory_order_relaxed);
+    if (owner == int64_t(cid)) return;
+    if (owner < 0 && dir_owner.compare_exchange_strong(owner, int64_t(cid))) return;
+    if (owner == int64_t(cid)) return;  // (a failed exchange loaded the owner)
+    start_directory();
+  }
+  // Fills the directory from the copies in every core's last private level (only the owner's
+  // can be there) and turns it on. Lock mode: under every stripe lock, taken in order, so no
+  // access is under way: a feeder holds at most one stripe lock at a time (and maybe its core
+  // lock, which is not taken here). The caller must hold no simulator lock (note_core runs
+  // before any is taken; the spin locks are not re-entrant). Without locks the simulator has one
+  // caller at a time (set_concurrent's contract). It stalls every feeder once, for a scan of the
+  // last private levels' tags and a shared-level lookup per copy.
+  void start_directory() {
+    if (concurrent)
+      for (uint64_t s = 0; s <= shard_mask; ++s) shards[s].lock.lock();
+    if (!dir()) {
+      const uint32_t n = created.load(std::memory_order_acquire);
+      for (uint32_t q = 0; q < n; ++q) {
+        const uint32_t id = created_ids[q];
+        const Cache& last = *cores[id].load(std::memory_order_acquire)->cache_at[npriv - 1];
+        const size_t slots = size_t(last.sets()) * last.ways();
+        for (size_t i = 0; i < slots; ++i) {
+          const uint64_t v = last.tag(i);
+          if (v == kNone) continue;
+          if (dir_in_llc) {
+            const int64_t j = shared->find(v);  // (present: inclusion)
+            if (j >= 0) shared->entry(size_t(j)).mask |= sharer_bit(id);
+          } else {
+            SharerTable& t = l3_shard(v).sharers;
+            t.put(v, t.get(v) | sharer_bit(id));
+          }
+        }
+      }
+      dir_on.store(true, std::memory_order_release);
+    }
+    if (concurrent)
+      for (uint64_t s = shard_mask + 1; s-- > 0;) shards[s].lock.unlock();
+  }
+
   // ---- Knobs::parallel: messages ----
 
   void post(CoreState& o, const Message& m) { o.inbox->post(m, o.memo.pending); }
@@ -482,7 +540,7 @@ struct Hierarchy::Impl {
   // Lock mode: the caller holds `line`'s stripe (which covers its shared-level set); a table
   // directory also needs the part's lock, taken here.
   void dir_leave(uint32_t cid, uint64_t line, uint32_t llc_hint) {
-    if (!dir_on) return;
+    if (!dir()) return;
     Guard g(l3_shard(line).lock, concurrent && !dir_in_llc);
     uint64_t* word;
     uint64_t tmp;
@@ -634,8 +692,8 @@ struct Hierarchy::Impl {
     bool dirty = shared->entry(idx).dirty;
     // (Knobs::parallel: another holder's modified copy, which it will drop unseen.)
     if (parallel && dir_in_llc && shared->entry(idx).state == Mesi::M) dirty = true;
-    // (Without a directory, the only core: core 0.)
-    const uint64_t sharers = !dir_on ? 1 : dir_in_llc ? shared->entry(idx).mask : 0;
+    // (Without a directory, the only core that accessed.)
+    const uint64_t sharers = !dir() ? owner_bit() : dir_in_llc ? shared->entry(idx).mask : 0;
     shared->invalidate(idx);
     if (knobs.inclusive_llc) {
       // Why the line left (a conflict if the shared shadow still holds it) matters only to a
@@ -843,7 +901,7 @@ struct Hierarchy::Impl {
         Guard g(l3_shard(line).lock, concurrent);
         if (parallel) post_snoop(cid, dir_get(line), false, line, gm, true, r);
         else snoop(c, cid, dir_get(line), line, gm, true, r);
-        dir_set(line, sharer_bit(cid));
+        if (dir()) dir_set(line, sharer_bit(cid));  // (off: no S copy can exist, but keep no word)
         if (parallel) dir_set_modified(line, true);
         r.upgrade = 1;
         c.counters.level[hit_level].upgrades++;
@@ -872,14 +930,14 @@ struct Hierarchy::Impl {
       part.lock_if(concurrent);
       if (dir_in_llc) {
         below = access_shared(c, cid, line, w, first, r);
-        sharers = dir_on ? shared->entry(below).mask : 0;
+        sharers = dir() ? shared->entry(below).mask : 0;
         if (sharers & ~sharer_bit(cid) || (sharers && knobs.cores > 64))
           others = parallel ? post_snoop(cid, sharers, shared->entry(below).state == Mesi::M, line,
                                          gm, w, r)
                             : snoop(c, cid, sharers, line, gm, w, r);
         if (parallel) shared->entry(below).state = w ? Mesi::M : Mesi::E;
       } else {
-        sharers = dir_on ? part.sharers.get(line) : 0;
+        sharers = dir() ? part.sharers.get(line) : 0;
         if (sharers)
           others = parallel ? post_snoop(cid, sharers, part.sharers.modified(line), line, gm, w, r)
                             : snoop(c, cid, sharers, line, gm, w, r);
@@ -889,7 +947,7 @@ struct Hierarchy::Impl {
       const uint64_t after = w ? sharer_bit(cid) : sharers | sharer_bit(cid);
       // A table directory names this core now, before the part's lock goes: the fills below
       // may evict a victim, whose part's lock dir_leave takes (never two at once).
-      if (dir_on && !dir_in_llc) part.sharers.put(line, after, parallel && w);
+      if (dir() && !dir_in_llc) part.sharers.put(line, after, parallel && w);
       part.unlock_if(concurrent);
       Mesi st = w ? Mesi::M : (others ? Mesi::S : Mesi::E);
       l1_idx = below;
@@ -899,7 +957,7 @@ struct Hierarchy::Impl {
       // (After the fills, though the part's lock is gone: the shared-level entry is its set's,
       // which the stripe lock covers in lock mode. Written before them, the store slowed the
       // victim's dir_leave down by a quarter of a sequential miss stream's time in bench_sim.)
-      if (dir_on && dir_in_llc) shared->entry(below).mask = after;
+      if (dir() && dir_in_llc) shared->entry(below).mask = after;
       if (c.departures[line & shard_mask]) c.departures[line & shard_mask]->erase(line, cid);
     }
     Entry& e = l1.entry(l1_idx);
@@ -955,8 +1013,9 @@ Result<std::unique_ptr<Hierarchy>> Hierarchy::create_unchecked(const CacheGeomet
   m->concurrent = k.concurrent;
   size_t n = g.levels.size();
   m->has_shared = n >= 2;
-  m->dir_on = k.cores > 1;
-  m->parallel = k.parallel && m->dir_on;
+  m->dir_wanted = k.cores > 1;
+  m->parallel = k.parallel && m->dir_wanted;
+  m->dir_on.store(m->parallel, std::memory_order_relaxed);
   m->dir_in_llc = m->has_shared && k.inclusive_llc;
   m->npriv = m->has_shared ? n - 1 : n;
   while ((1u << m->line_shift) < g.line()) ++m->line_shift;
@@ -1027,6 +1086,7 @@ bool Hierarchy::access(uint32_t core, uint64_t addr, uint32_t size, bool write,
       const uint64_t gm = m.granule_mask(addr, size);
       int64_t l1_found;
       if (m.l1_hit(*c, line, gm, write, &l1_found)) return true;
+      m.note_core(core);  // (an L1 hit needs no directory; a core made by hit_memo() may miss)
       return m.miss_one_line(*c, core, line, gm, write, l1_found, res);
     }
   }
@@ -1040,6 +1100,7 @@ __attribute__((noinline)) bool Hierarchy::Impl::access_general(uint32_t core, ui
   Impl& m = *this;
   if (size == 0) size = 1;
   if (core >= m.knobs.cores) core %= m.knobs.cores;
+  m.note_core(core);
   CoreState& c = m.core(core);
   if (m.parallel) m.drain(c, core);
   int64_t ignored;  // l1_hit's L1 index: access_line looks again here
@@ -1220,7 +1281,15 @@ void Hierarchy::for_each_line(void (*fn)(size_t, uint32_t, uint64_t, void*), voi
   if (impl_->has_shared) walk(*impl_->shared, impl_->npriv, kSharedLevel);
 }
 
-uint64_t Hierarchy::sharers(uint64_t line) const { return impl_->dir_get(line); }
+uint64_t Hierarchy::sharers(uint64_t line) const {
+  const Impl& m = *impl_;
+  if (m.dir() || !m.dir_wanted) return m.dir_get(line);
+  // Off: the owner's bit if its last private level holds the line.
+  const int64_t o = m.dir_owner.load(std::memory_order_relaxed);
+  if (o < 0) return 0;
+  const CoreState* c = m.cores[o].load(std::memory_order_acquire);
+  return c && c->cache_at[m.npriv - 1]->find(line) >= 0 ? m.owner_bit() : 0;
+}
 
 void Hierarchy::drain_all() {
   Impl& m = *impl_;

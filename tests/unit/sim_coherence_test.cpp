@@ -410,3 +410,59 @@ TEST(SimParallel, ThreadsExchangeMessagesAndCountEveryAccess) {
 
 }  // namespace
 }  // namespace whymiss::sim
+
+namespace whymiss::sim {
+namespace {
+
+// Lock mode: the directory starts at the first access of a second core, while the first core's
+// thread goes on simulating. It is filled from the first core's copies under every stripe lock;
+// afterwards it must name exactly the cores whose last private level holds each line, as a scan
+// of every core says, for both directory homes (the inclusive shared level's entries, tables).
+TEST(SimCoherence, TheDirectoryStartedWhileTheFirstCoreRunsNamesEveryCopy) {
+  for (bool inclusive : {true, false}) {
+    SCOPED_TRACE(inclusive ? "inclusive" : "non-inclusive");
+    Knobs k = cores(4);
+    k.inclusive_llc = inclusive;
+    k.concurrent = true;
+    auto h = make(small(), k);
+    // 48 lines: more than L1 holds, fewer than L2, so the first core's copies from before the
+    // start stay there to the end, where the check below looks; the second core only reads
+    // (downgrading the first core's modified copies), so it takes none of them away.
+    const uint64_t base = 0x100000, lines = 48;
+    std::atomic<uint64_t> first_done{0};
+    auto worker = [&](uint32_t core, uint64_t seed, bool first) {
+      uint64_t x = seed;
+      for (int i = 0; i < 60000; ++i) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        h->access(core, base + (x % lines) * 64 + (x >> 40) % 8 * 8, 8,
+                  first && (x >> 20) % 3 == 0);
+        if (first) first_done.store(uint64_t(i), std::memory_order_relaxed);
+      }
+    };
+    std::thread a(worker, 2, 88172645463325252ull, true);
+    // The second core starts once the first has filled its private levels (no sleep: a count).
+    while (first_done.load(std::memory_order_relaxed) < 20000) std::this_thread::yield();
+    std::thread b(worker, 0, 1442695040888963407ull, false);
+    a.join();
+    b.join();
+    std::vector<uint64_t> want(lines, 0);
+    struct Ctx { std::vector<uint64_t>* want; uint64_t base_line, lines; size_t last; };
+    Ctx ctx{&want, base / 64, lines, h->geometry().levels.size() - 2};
+    h->for_each_line(
+        [](size_t level, uint32_t c, uint64_t ln, void* arg) {
+          auto* x = static_cast<Ctx*>(arg);
+          if (level == x->last && c != Hierarchy::kSharedLevel && ln - x->base_line < x->lines)
+            (*x->want)[ln - x->base_line] |= uint64_t(1) << (c % 64);
+        },
+        &ctx);
+    size_t held_by_first = 0;
+    for (uint64_t i = 0; i < lines; ++i) {
+      ASSERT_EQ(h->sharers(base / 64 + i), want[i]) << "line " << i;
+      held_by_first += (want[i] >> 2) & 1;
+    }
+    EXPECT_GT(held_by_first, lines / 2);  // the first core's copies were checked too
+  }
+}
+
+}  // namespace
+}  // namespace whymiss::sim
