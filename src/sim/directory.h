@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/sim.h"
+
 namespace whymiss::sim {
 
 inline uint64_t sharer_bit(uint32_t core) { return uint64_t(1) << (core & 63); }
@@ -30,17 +32,18 @@ class SharerTable {
       if (s.line == kEmpty) return 0;
     }
   }
-  // Whether the line's only holder has it modified (kept with Knobs::parallel, see hierarchy.cpp).
-  bool modified(uint64_t line) const {
-    if (used_ == 0) return false;
+  // What the holders have (kept with Knobs::parallel, see hierarchy.cpp): M, the only holder
+  // modified it; E, the only holder has it unmodified; S, every holder has it shared.
+  Mesi state(uint64_t line) const {
+    if (used_ == 0) return Mesi::E;
     for (size_t i = home(line);; i = (i + 1) & mask()) {
       const Slot& s = slots_[i];
-      if (s.line == line) return s.modified;
-      if (s.line == kEmpty) return false;
+      if (s.line == line) return s.state;
+      if (s.line == kEmpty) return Mesi::E;
     }
   }
-  // Sets the line's sharers and modified flag; sharers 0 removes the line.
-  void put(uint64_t line, uint64_t sharers, bool modified = false) {
+  // Sets the line's sharers and state; sharers 0 removes the line.
+  void put(uint64_t line, uint64_t sharers, Mesi state = Mesi::E) {
     if (sharers == 0) return erase(line);
     if ((used_ + 1) * 2 > slots_.size()) grow();
     size_t i = home(line);
@@ -48,12 +51,12 @@ class SharerTable {
       Slot& s = slots_[i];
       if (s.line == line) {
         s.sharers = sharers;
-        s.modified = modified;
+        s.state = state;
         return;
       }
       if (s.line == kEmpty) break;
     }
-    slots_[i] = Slot{line, sharers, modified};
+    slots_[i] = Slot{line, sharers, state};
     ++used_;
   }
   size_t size() const { return used_; }
@@ -63,7 +66,7 @@ class SharerTable {
   struct Slot {
     uint64_t line = kEmpty;
     uint64_t sharers = 0;
-    bool modified = false;
+    Mesi state = Mesi::E;
   };
   size_t mask() const { return slots_.size() - 1; }  // (used only once slots_ exist)
   size_t home(uint64_t line) const {

@@ -202,6 +202,13 @@ struct Hierarchy::Impl {
   // whether a line's only holder has it modified (the shared-level entry's state M, or the
   // table's flag), which is what a poster needs to know instead of reading the holder's copy.
   bool parallel = false;
+  // Knobs::parallel with one thread per core and at most 64 cores: no stripe lock at all. A
+  // core's feeder simulates its private levels alone (other cores post to its inbox), and takes
+  // the line's shared-level part lock only for work the directory orders: an L2 miss, a write
+  // that needs rights it lacks (S or E), its L2 victim's release (see access_line). Above 64
+  // cores a directory bit stands for several cores, and dir_leave would read another core's
+  // tags: then the stripe locks stay.
+  bool lockfree = false;
   unsigned line_shift = 0;
   unsigned granule_shift = 0;
   uint64_t shard_mask = 0;
@@ -387,19 +394,23 @@ struct Hierarchy::Impl {
     const int64_t j = shared->find(line);
     if (j >= 0) shared->entry(size_t(j)).mask = sharers;
   }
-  // Knobs::parallel: whether the line's only holder has it modified (see `parallel`).
-  bool dir_modified(uint64_t line) const {
-    if (!dir_in_llc) return l3_shard(line).sharers.modified(line);
+  // Knobs::parallel: what the line's holders have (SharerTable::state: M or E, the only holder's
+  // state; S, all of them shared). A poster needs it instead of reading a holder's copy: M, to
+  // write a downgraded copy back; S, to post no downgrade to copies that are S already (a line
+  // that readers take and leave in turn would otherwise send its first holder a downgrade per
+  // reader, unbounded while that holder's thread does not run to apply them).
+  Mesi dir_state(uint64_t line) const {
+    if (!dir_in_llc) return l3_shard(line).sharers.state(line);
     const int64_t j = shared->find(line);
-    return j >= 0 && shared->entry(size_t(j)).state == Mesi::M;
+    return j >= 0 ? shared->entry(size_t(j)).state : Mesi::E;
   }
-  void dir_set_modified(uint64_t line, bool on) {
+  void dir_set_state(uint64_t line, Mesi st) {
     if (!dir_in_llc) {
       SharerTable& t = l3_shard(line).sharers;
-      return t.put(line, t.get(line), on);
+      return t.put(line, t.get(line), st);
     }
     const int64_t j = shared->find(line);
-    if (j >= 0) shared->entry(size_t(j)).state = on ? Mesi::M : Mesi::E;
+    if (j >= 0) shared->entry(size_t(j)).state = st;
   }
 
   // The directory's word for the only core that has accessed while it is off (with one core in
@@ -507,11 +518,13 @@ struct Hierarchy::Impl {
   // the only other holder of a read (several holders are all S already). A downgraded modified
   // copy is written back to the shared level here, under the caller's lock; the holder counts
   // its private levels' write-backs when it applies the message.
-  bool post_snoop(uint32_t cid, uint64_t sharers, bool modified, uint64_t line, uint64_t gm,
+  bool post_snoop(uint32_t cid, uint64_t sharers, Mesi state, uint64_t line, uint64_t gm,
                   bool w, LineResult& r) {
     bool others = false;
-    const bool one = __builtin_popcountll(sharers & ~sharer_bit(cid)) == 1 ||
-                     (sharers == sharer_bit(cid));  // (cid's bit: another core of its residue)
+    const bool modified = state == Mesi::M;
+    const bool one = state != Mesi::S &&
+                     (__builtin_popcountll(sharers & ~sharer_bit(cid)) == 1 ||
+                      sharers == sharer_bit(cid));  // (cid's bit: another core of its residue)
     for_each_sharer(sharers, cid, [&](uint32_t, CoreState& o) {
       others = true;
       Message m;
@@ -547,9 +560,14 @@ struct Hierarchy::Impl {
   // when the directory is there (Entry::below of the last private level), checked before use.
   // Lock mode: the caller holds `line`'s stripe (which covers its shared-level set); a table
   // directory also needs the part's lock, taken here.
-  void dir_leave(uint32_t cid, uint64_t line, uint32_t llc_hint) {
+  // Lock-free mode (`lockfree`): the caller holds the part's lock (`part_held`), as the
+  // shared-level entry is no stripe's any more, and the hint is checked: the shared level may
+  // have evicted the line since (its back-invalidation still in this core's inbox) and reused
+  // the slot.
+  void dir_leave(uint32_t cid, uint64_t line, uint32_t llc_hint, bool part_held = false) {
     if (!dir()) return;
-    Guard g(l3_shard(line).lock, concurrent && !dir_in_llc);
+    Guard g(l3_shard(line).lock, concurrent && !dir_in_llc && !part_held);
+    if (lockfree && dir_in_llc && shared->tag(llc_hint) != line) return;
     uint64_t* word;
     uint64_t tmp;
     Entry* llc_entry = nullptr;
@@ -570,7 +588,7 @@ struct Hierarchy::Impl {
         if (o.priv[npriv - 1]->find(line) >= 0) keep = sharer_bit(cid);
       });
     *word = (*word & ~sharer_bit(cid)) | keep;
-    if (!dir_in_llc) l3_shard(line).sharers.put(line, *word);  // (0: erased, not modified)
+    if (!dir_in_llc) l3_shard(line).sharers.put(line, *word, l3_shard(line).sharers.state(line));
     else if (parallel && *word == 0) llc_entry->state = Mesi::E;
   }
 
@@ -607,11 +625,14 @@ struct Hierarchy::Impl {
         d.inclusion_kind = c.shadow[l]->contains(v) ? Outcome::Conflict : Outcome::Capacity;
         c.departures_of(v & shard_mask).set(v, cid, d);
       }
+      // (Lock-free: the victim's part lock, for its shared-level entry; the filled line's is
+      // no longer held, see access_line.)
+      Guard g(l3_shard(v).lock, concurrent && lockfree);
       if (dirty) {
         c.counters.level[l].writebacks++;
         write_back_to_shared(v);
       }
-      dir_leave(cid, v, e.below);
+      dir_leave(cid, v, e.below, concurrent && lockfree);
     } else {
       // The next level holds the line where `below` says unless it evicted it since; then it
       // cannot have refilled it elsewhere (it refills only on a miss here), so there is nothing
@@ -632,7 +653,7 @@ struct Hierarchy::Impl {
         }
         if (!dirty) {
           Guard g(l3_shard(v).lock, concurrent);
-          dir_set_modified(v, false);
+          dir_set_state(v, Mesi::E);
         }
       }
       if (e.dirty) c.counters.level[l].writebacks++;
@@ -885,6 +906,28 @@ struct Hierarchy::Impl {
         prefetch_shared(line);
       }
     }
+    // Lock-free: a write to a copy held S or E needs the directory (an upgrade, or the mark
+    // that this core modified it). Under the line's part lock, this core's inbox may hold an
+    // invalidation or a downgrade of that copy, posted after the lookups above by a core that
+    // now owns the line: applied first, and the lookups redone below the level that hit
+    // (messages only take copies away or downgrade them), so the write is ordered after it. The
+    // lock is held into the upgrade or the miss below, which release it.
+    bool held = false;
+    if (lockfree && concurrent && w && hit_level < npriv &&
+        c.cache_at[hit_level]->entry(size_t(hit_idx)).state != Mesi::M) {
+      l3_shard(line).lock.lock();
+      held = true;
+      if (c.memo.pending.load(std::memory_order_acquire) != 0) {
+        drain(c, cid);
+        size_t l = hit_level;
+        for (; l < npriv; ++l) {
+          if (l > hit_level && c.shadow_at[l]->access(line)) shadow_hits |= 1u << l;
+          hit_idx = c.cache_at[l]->find(line);
+          if (hit_idx >= 0) break;
+        }
+        hit_level = l;
+      }
+    }
     // A line the L1 shadow still holds was accessed by this core before (its first access
     // missed and went through here): no need to ask the first-touch set.
     const bool first = hit_level > 0 && !(shadow_hits & 1) && c.seen.insert(line);
@@ -906,17 +949,18 @@ struct Hierarchy::Impl {
       Mesi st = hc.entry(size_t(hit_idx)).state;
       r.levels_reached = uint8_t(hit_level + 1);
       if (w && st == Mesi::S) {  // upgrade: the write needs the only copy
-        Guard g(l3_shard(line).lock, concurrent);
-        if (parallel) post_snoop(cid, dir_get(line), false, line, gm, true, r);
+        Guard g(l3_shard(line).lock, concurrent && !held);
+        if (parallel) post_snoop(cid, dir_get(line), Mesi::S, line, gm, true, r);
         else snoop(c, cid, dir_get(line), line, gm, true, r);
         if (dir()) dir_set(line, sharer_bit(cid));  // (off: no S copy can exist, but keep no word)
-        if (parallel) dir_set_modified(line, true);
+        if (parallel) dir_set_state(line, Mesi::M);
         r.upgrade = 1;
         c.counters.level[hit_level].upgrades++;
       } else if (w && st == Mesi::E && parallel) {  // once a tenure: a reader must find it dirty
-        Guard g(l3_shard(line).lock, concurrent);
-        dir_set_modified(line, true);
+        Guard g(l3_shard(line).lock, concurrent && !held);
+        dir_set_state(line, Mesi::M);
       }
+      if (held) l3_shard(line).lock.unlock();  // (before the fills: their victims' parts)
       if (w && st != Mesi::M) {
         st = Mesi::M;
         set_state(c, line, st);
@@ -935,19 +979,22 @@ struct Hierarchy::Impl {
       uint64_t sharers;
       size_t below = 0;
       L3Shard& part = l3_shard(line);
-      part.lock_if(concurrent);
+      part.lock_if(concurrent && !held);
+      // (Lock-free: what was posted before the lock, so that no message about an earlier copy
+      // of this line is still to come once the line is filled below.)
+      if (lockfree && concurrent && !held) drain(c, cid);
       if (dir_in_llc) {
         below = access_shared(c, cid, line, w, first, r);
         sharers = dir() ? shared->entry(below).mask : 0;
         if (sharers & ~sharer_bit(cid) || (sharers && knobs.cores > 64))
-          others = parallel ? post_snoop(cid, sharers, shared->entry(below).state == Mesi::M, line,
+          others = parallel ? post_snoop(cid, sharers, shared->entry(below).state, line,
                                          gm, w, r)
                             : snoop(c, cid, sharers, line, gm, w, r);
-        if (parallel) shared->entry(below).state = w ? Mesi::M : Mesi::E;
+        if (parallel) shared->entry(below).state = w ? Mesi::M : others ? Mesi::S : Mesi::E;
       } else {
         sharers = dir() ? part.sharers.get(line) : 0;
         if (sharers)
-          others = parallel ? post_snoop(cid, sharers, part.sharers.modified(line), line, gm, w, r)
+          others = parallel ? post_snoop(cid, sharers, part.sharers.state(line), line, gm, w, r)
                             : snoop(c, cid, sharers, line, gm, w, r);
         if (has_shared) access_shared(c, cid, line, w, first, r);
         else r.levels_reached = uint8_t(npriv + 1);
@@ -955,7 +1002,11 @@ struct Hierarchy::Impl {
       const uint64_t after = w ? sharer_bit(cid) : sharers | sharer_bit(cid);
       // A table directory names this core now, before the part's lock goes: the fills below
       // may evict a victim, whose part's lock dir_leave takes (never two at once).
-      if (dir() && !dir_in_llc) part.sharers.put(line, after, parallel && w);
+      if (dir() && !dir_in_llc)
+        part.sharers.put(line, after, !parallel ? Mesi::E : w ? Mesi::M : others ? Mesi::S : Mesi::E);
+      // Lock-free: the inclusive shared level's word too, as no stripe lock covers its set (an
+      // eviction of the line by another core right after must find this core listed).
+      if (dir() && dir_in_llc && lockfree) shared->entry(below).mask = after;
       part.unlock_if(concurrent);
       Mesi st = w ? Mesi::M : (others ? Mesi::S : Mesi::E);
       l1_idx = below;
@@ -965,7 +1016,7 @@ struct Hierarchy::Impl {
       // (After the fills, though the part's lock is gone: the shared-level entry is its set's,
       // which the stripe lock covers in lock mode. Written before them, the store slowed the
       // victim's dir_leave down by a quarter of a sequential miss stream's time in bench_sim.)
-      if (dir() && dir_in_llc) shared->entry(below).mask = after;
+      if (dir() && dir_in_llc && !lockfree) shared->entry(below).mask = after;
       if (c.departures[line & shard_mask]) c.departures[line & shard_mask]->erase(line, cid);
     }
     Entry& e = l1.entry(l1_idx);
@@ -1023,6 +1074,7 @@ Result<std::unique_ptr<Hierarchy>> Hierarchy::create_unchecked(const CacheGeomet
   m->has_shared = n >= 2;
   m->dir_wanted = k.cores > 1;
   m->parallel = k.parallel && m->dir_wanted;
+  m->lockfree = m->parallel && k.one_thread_per_core && k.cores <= 64;
   m->dir_on.store(m->parallel, std::memory_order_relaxed);
   m->dir_in_llc = m->has_shared && k.inclusive_llc;
   m->npriv = m->has_shared ? n - 1 : n;
@@ -1085,7 +1137,7 @@ bool Hierarchy::access(uint32_t core, uint64_t addr, uint32_t size, bool write,
   // its L1 slot with enough rights (the same updates as access_line's memo path), then any other
   // one-line L1 hit (l1_hit).
   Impl& m = *impl_;
-  if (!m.concurrent && core < m.knobs.cores && size != 0) {
+  if ((!m.concurrent || m.lockfree) && core < m.knobs.cores && size != 0) {
     const uint64_t line = addr >> m.line_shift;
     CoreState* c = m.cores[core].load(std::memory_order_acquire);
     if (c && ((addr + size - 1) >> m.line_shift) == line) {
@@ -1115,7 +1167,7 @@ __attribute__((noinline)) bool Hierarchy::Impl::access_general(uint32_t core, ui
   const uint64_t first = addr >> m.line_shift;
   const uint64_t last = (addr + size - 1) >> m.line_shift;
   // The common case first: one line, an L1 hit. No lock when not concurrent, no result.
-  if (first == last && !m.concurrent &&
+  if (first == last && (!m.concurrent || m.lockfree) &&
       m.l1_hit(c, first, m.granule_mask(addr, size), write, &ignored))
     return true;
   Guard cg(c.lock, m.concurrent && !m.knobs.one_thread_per_core);
@@ -1126,10 +1178,11 @@ __attribute__((noinline)) bool Hierarchy::Impl::access_general(uint32_t core, ui
     uint64_t hi = std::min(addr + size, (ln << m.line_shift) + line_bytes);
     uint64_t gm = m.granule_mask(lo, hi - lo);
     Shard& sh = m.shards[ln & m.shard_mask];
-    Guard sg(sh.lock, m.concurrent);
+    Guard sg(sh.lock, m.concurrent && !m.lockfree);
     // (Lock mode: messages about this stripe's lines posted since the drain above.)
     if (m.parallel && m.concurrent) m.drain(c, core);
-    if (first == last && m.concurrent && m.l1_hit(c, ln, gm, write, &ignored)) return true;
+    if (first == last && m.concurrent && !m.lockfree && m.l1_hit(c, ln, gm, write, &ignored))
+      return true;
     if (ln == first) {
       c.counters.accesses++;
       res = AccessResult{};

@@ -41,7 +41,9 @@ class Inbox {
   bool post(const Message& m, std::atomic<uint32_t>& pending) {
     uint64_t t = tail_.load(std::memory_order_relaxed);
     do {
-      if (t - head_.load(std::memory_order_acquire) >= cap_) {
+      // Signed: `t` may be stale, behind a head that the consumer moved past it meanwhile (the
+      // exchange below then fails and reloads it); unsigned, that wrapped and read as full.
+      if (int64_t(t - head_.load(std::memory_order_acquire)) >= int64_t(cap_)) {
         dropped_.fetch_add(1, std::memory_order_relaxed);
         return false;
       }

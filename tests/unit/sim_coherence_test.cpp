@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -297,6 +299,31 @@ bool holds_in_l1(const Hierarchy& h, uint32_t core, uint64_t line) {
 // access applies it, the copy is still there but the memo refuses to hit on it; that access is
 // then the sharing miss the direct protocol gives, with the writer's evidence. A read of a
 // modified line by a third core posts a downgrade and fills S.
+// Knobs::parallel: readers that take a line and leave it in turn send its first holder one
+// downgrade, not one each. The directory remembers that the holders are shared, so a core that
+// does not run meanwhile (its messages wait in its inbox) cannot be sent more messages than two
+// per line it holds, which is what the inbox's capacity is sized for.
+TEST(SimCoherence, ParallelReadersTakingALineInTurnSendOneDowngrade) {
+  for (bool inclusive : {true, false}) {
+    SCOPED_TRACE(inclusive ? "inclusive" : "non-inclusive");
+    Knobs k = cores(4);
+    k.parallel = true;
+    k.inclusive_llc = inclusive;
+    auto h = make(small(), k);
+    const uint64_t x = 0x40000;
+    h->access(0, x, 8, false);  // core 0: E
+    for (uint32_t reader = 1; reader < 4; ++reader) {
+      h->access(reader, x, 8, false);
+      // The reader's L2 set of x (4 ways, 16 sets: lines 1 KiB apart) fills with other lines.
+      for (uint64_t i = 1; i <= 8; ++i) h->access(reader, x + i * 1024, 8, false);
+      EXPECT_EQ(h->sharers(x / 64), uint64_t(1)) << "reader " << reader << " left x";
+    }
+    EXPECT_EQ(h->hit_memo(0)->pending.load(), 1u);  // the first reader's downgrade, only
+    h->drain_all();
+    EXPECT_EQ(h->messages_dropped(), 0u);
+  }
+}
+
 TEST(SimCoherence, ParallelInvalidationsWaitInTheInboxUntilTheCoresNextAccess) {
   for (bool overlap : {false, true}) {
     Knobs k = cores(3);
@@ -461,6 +488,85 @@ TEST(SimCoherence, TheDirectoryStartedWhileTheFirstCoreRunsNamesEveryCopy) {
       held_by_first += (want[i] >> 2) & 1;
     }
     EXPECT_GT(held_by_first, lines / 2);  // the first core's copies were checked too
+  }
+}
+
+}  // namespace
+}  // namespace whymiss::sim
+
+namespace whymiss::sim {
+namespace {
+
+// Knobs::parallel with one thread per core is lock-free (no stripe lock): each thread simulates
+// its own core's private levels alone and takes a shared-level part lock only for misses, writes
+// to S/E copies and its L2 victims. Four threads, each sweeping a private region larger than its
+// L2 (victims leave through the directory) while the four regions together exceed the shared
+// level (its evictions back-invalidate other threads' copies by message), and all of them reading
+// and writing a hot shared region, with line-straddling accesses. Afterwards, for an inclusive
+// and a non-inclusive shared level: every access was counted once, no message was dropped, the
+// directory names exactly the holders, and (inclusive) every private copy is in the shared
+// level. Run it in a -fsanitize=thread build to check that no thread writes another core's state.
+TEST(SimParallel, LockFreeCoresKeepTheDirectoryAndInclusionWhileEvicting) {
+  for (bool inclusive : {true, false}) {
+    SCOPED_TRACE(inclusive ? "inclusive" : "non-inclusive");
+    const uint32_t nthreads = 4;
+    const int rounds = 200, per_round = 400;
+    Knobs k = cores(nthreads);
+    k.parallel = true;
+    k.one_thread_per_core = true;
+    k.inclusive_llc = inclusive;
+    auto h = make(small(), k);
+    for (uint32_t t = 0; t < nthreads; ++t) ASSERT_TRUE(h->add_core(t).ok());
+    const uint64_t hot = 0x80000, hot_lines = 16, region_lines = 96;
+    std::atomic<uint32_t> arrived{0};
+    std::vector<std::thread> ts;
+    for (uint32_t t = 0; t < nthreads; ++t)
+      ts.emplace_back([&, t] {
+        AccessResult r;
+        uint64_t x = 0x9E3779B97F4A7C15ull * (t + 1);
+        const uint64_t mine = 0x1000000 * (t + 1);
+        for (int round = 0; round < rounds; ++round) {
+          for (int i = 0; i < per_round; ++i) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            const bool w = (x >> 40) % 3 == 0;
+            if (x % 4 == 0)  // a hot line: some bytes of its own, some everyone's
+              h->access(t, hot + (x >> 8) % hot_lines * 64 + ((x >> 20) % 2 ? t * 8 : 0), 8, w, r);
+            else if (x % 16 == 1)  // straddles two private lines
+              h->access(t, mine + (x >> 8) % region_lines * 64 + 60, 8, w, r);
+            else
+              h->access(t, mine + (x >> 8) % region_lines * 64 + (x >> 16) % 8 * 8, 8, w, r);
+          }
+          arrived.fetch_add(1);
+          while (arrived.load() < nthreads * uint32_t(round + 1)) std::this_thread::yield();
+        }
+      });
+    for (auto& th : ts) th.join();
+    h->drain_all();
+    EXPECT_EQ(h->messages_dropped(), 0u);
+    const Counters c = h->counters();
+    EXPECT_EQ(c.accesses, uint64_t(nthreads) * rounds * per_round);
+    EXPECT_EQ(c.level[0].accesses(), c.line_accesses);
+    EXPECT_EQ(c.level[1].accesses(), c.level[0].misses());
+    EXPECT_EQ(c.level[2].accesses(), c.level[1].misses());
+    EXPECT_GT(c.level[1].back_invalidations + c.level[0].back_invalidations, 0u);
+    EXPECT_GT(c.level[0].coherence_invalidations, 0u);
+    EXPECT_GT(c.level[0].upgrades, 0u);
+    struct Ctx {
+      std::map<uint64_t, uint64_t> holders;
+      std::set<uint64_t> shared;
+    } ctx;
+    h->for_each_line(
+        [](size_t level, uint32_t core, uint64_t ln, void* arg) {
+          auto* x = static_cast<Ctx*>(arg);
+          if (core == Hierarchy::kSharedLevel) x->shared.insert(ln);
+          else if (level == 1) x->holders[ln] |= uint64_t(1) << core;
+        },
+        &ctx);
+    for (const auto& [ln, want] : ctx.holders) {
+      ASSERT_EQ(h->sharers(ln), want) << "line " << ln;
+      if (inclusive) ASSERT_TRUE(ctx.shared.count(ln)) << "line " << ln << " held but not in L3";
+    }
+    EXPECT_GT(ctx.holders.size(), 100u);
   }
 }
 
