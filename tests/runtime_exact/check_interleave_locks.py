@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """check_interleave_locks.py WHYMISS PROGRAM: PROGRAM (relay_nice.c: two threads, prints how many
-relay threads it saw) under `whymiss record --mode exact`. With WHYMISS_INTERLEAVE=locks no relay
+relay threads it saw) under `whymiss record --mode exact`. With WHYMISS_INTERLEAVE=locks (or
+parallel) no relay
 thread starts and the report says the threads were interleaved in host order; without it, or
 with another value, one relay starts and the report says nothing of the kind. Exit 0 when all
 hold, 1 with the reason otherwise."""
@@ -34,7 +35,8 @@ def run(whymiss, program, value):
 
 def main():
     whymiss, program = sys.argv[1:3]
-    for value, relays_wanted, note_wanted in [("locks", 0, True), (None, 1, False),
+    for value, relays_wanted, note_wanted in [("locks", 0, True), ("parallel", 0, True),
+                                              (None, 1, False),
                                               ("strict", 1, False), ("Locks", 1, False)]:
         relays, note = run(whymiss, program, value)
         if relays != relays_wanted or note != note_wanted:
@@ -42,7 +44,7 @@ def main():
                   f"{'present' if note else 'absent'}; expected {relays_wanted} and "
                   f"{'present' if note_wanted else 'absent'}")
             return 1
-    print("ok: WHYMISS_INTERLEAVE=locks runs without the relay and the report says so")
+    print("ok: WHYMISS_INTERLEAVE=locks and parallel run without the relay and the report says so")
     return 0
 
 

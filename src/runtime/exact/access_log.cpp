@@ -5,6 +5,35 @@
 namespace whymiss::rt::alog {
 
 constinit Log g_log;
+constinit thread_local Block t_block __attribute__((tls_model("initial-exec")));
+
+bool reserve_block() noexcept {
+  Log& l = g_log;
+  Block& b = t_block;
+  const uint64_t i = l.next.fetch_add(kBlock, std::memory_order_relaxed);
+  if (i >= l.capacity) {
+    b = Block{};
+    return false;
+  }
+  if (!l.blocks.load(std::memory_order_relaxed)) l.blocks.store(true, std::memory_order_relaxed);
+  b.next = i;
+  b.end = i + kBlock < l.capacity ? i + kBlock : l.capacity;
+  return true;
+}
+
+uint64_t kept() noexcept {
+  Log& l = g_log;
+  uint64_t n = l.next.load(std::memory_order_acquire);
+  if (n > l.capacity) n = l.capacity;
+  if (l.blocks.exchange(false, std::memory_order_acq_rel)) {
+    uint64_t k = 0;
+    for (uint64_t i = 0; i < n; ++i)
+      if (l.entries[i] != 0) l.entries[k++] = l.entries[i];
+    n = k;
+    l.next.store(n, std::memory_order_release);  // (so that a second call keeps the same count)
+  }
+  return n;
+}
 
 bool start(uint64_t entries) noexcept {
   if (entries == 0) return false;

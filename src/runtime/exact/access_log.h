@@ -9,7 +9,12 @@
 // later accesses are not kept (the profile's total says how many there were): a replay then
 // covers the run's first accesses, and says so. Appending is one relaxed fetch_add and a store;
 // once full, one relaxed load (an unlocked xadd instead of the locked add where the caller is
-// the only thread). No allocation, no lock, never blocks: safe on every access path.
+// the only thread). Threads that simulate their own accesses at once (WHYMISS_INTERLEAVE=locks or
+// parallel) take 256 entries per locked add instead and fill them alone, so that no host line is
+// written by every thread per access: their accesses are then in runs of up to 256 per thread,
+// and a block a thread did not fill (it exited, or recording stopped) leaves zero entries, which
+// kept() removes (no access is logged as 0: that would be a 1-byte read of address 0). No
+// allocation, no lock, never blocks: safe on every access path.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -22,8 +27,18 @@ struct Log {
   uint64_t* entries = nullptr;
   uint64_t capacity = 0;  // 0: off
   std::atomic<uint64_t> next{0};
+  std::atomic<bool> blocks{false};  // some thread reserved a block (kept() then compacts)
 };
 extern constinit Log g_log;
+
+// A thread's reserved entries [next, end) (see above). Only its thread touches it.
+struct Block {
+  uint64_t next = 0, end = 0;
+};
+inline constexpr uint64_t kBlock = 256;
+extern constinit thread_local Block t_block __attribute__((tls_model("initial-exec")));
+// Reserves the calling thread's next block; false when the log is full (or off).
+bool reserve_block() noexcept;
 
 // Reserves the log (`entries` entries). False when memory could not be had (the log stays off).
 bool start(uint64_t entries) noexcept;
@@ -47,10 +62,20 @@ __attribute__((always_inline)) inline void append(uint64_t addr, uint32_t size, 
   if (i < l.capacity) l.entries[i] = profile::access_log_pack(addr, size, write, thread);
 }
 
-// The entries kept so far (call once recording stopped).
-inline uint64_t kept() noexcept {
-  const uint64_t n = g_log.next.load(std::memory_order_acquire);
-  return n < g_log.capacity ? n : g_log.capacity;
+// append() for threads that simulate their own accesses at once (no relay): into the calling
+// thread's block (see above). A signal handler's accesses on this thread never get here
+// meanwhile: the access paths that call this drop them (hit_path.h, runtime.cpp's t_in_runtime).
+__attribute__((always_inline)) inline void append_own(uint64_t addr, uint32_t size, bool write,
+                                                      uint32_t thread) noexcept {
+  Log& l = g_log;
+  Block& b = t_block;
+  if (b.next == b.end && (l.next.load(std::memory_order_relaxed) >= l.capacity || !reserve_block()))
+    return;
+  l.entries[b.next++] = profile::access_log_pack(addr, size, write, thread);
 }
+
+// The entries kept (call once recording stopped, and no thread appends any more): the first
+// time after threads reserved blocks, the entries their unfilled blocks left are taken out.
+uint64_t kept() noexcept;
 
 }  // namespace whymiss::rt::alog

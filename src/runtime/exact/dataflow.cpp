@@ -252,6 +252,10 @@ void miss(bool serialised) noexcept {
   g_next_due.store((g_nsamples + 1) * g_period, std::memory_order_relaxed);
 }
 
+void add_misses(uint64_t n) noexcept {
+  if (g_ws_on && n) g_misses.fetch_add(n, std::memory_order_relaxed);
+}
+
 void final_sample() noexcept {
   if (!g_ws_on) return;
   // Never wait: the caller may be a signal handler that interrupted this very thread inside a

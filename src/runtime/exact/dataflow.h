@@ -50,6 +50,10 @@ void touch(HeapObject& o, uint32_t thread, bool write, bool miss, bool serialise
 // One L1 miss of the program; takes a working-set sample when one is due. `serialised`: no
 // other access reaches the simulator until this returns.
 void miss(bool serialised) noexcept;
+// Misses that threads simulating at once counted on their own (instead of miss(false) each,
+// one locked add on a line every thread writes): added to the total at the end, before
+// final_sample().
+void add_misses(uint64_t n) noexcept;
 // The last sample (at the end of recording, the simulator still). Never waits: skipped when a
 // sample is in progress (the caller interrupted it).
 void final_sample() noexcept;

@@ -13,10 +13,16 @@
 // Waiting for quiet keeps causality: an access another thread made before this one (say, the
 // write behind a flag this thread just read) is never simulated after it.
 //
+// With WHYMISS_INTERLEAVE=parallel (experimental; docs/parallel-sim.md, step 4) there is no relay:
+// each thread owns its simulated core, which the simulator keeps lock-free (sim::Knobs::parallel),
+// and takes memo hits itself as a single-threaded program does, with `busy` up around each so that
+// finish() can wait for it (parallel_hit).
+//
 // Contract: t_hit.memo is non-null only while the thread may use its core's memo directly: the
 // process has this one recording thread and the relay does not run (runtime.cpp keeps it equal
 // to ThreadState::memo for such a thread and null otherwise), or `lane` is set and the thread is
-// the only one on its core. Called with the ABI layer's re-entrancy flag set, so a signal
+// the only one on its core, or (parallel) `busy` is set without `lane` and the thread is the only
+// one on its core. Called with the ABI layer's re-entrancy flag set, so a signal
 // handler's accesses never meet a half-done update here.
 #pragma once
 #include <atomic>
@@ -128,6 +134,34 @@ inline bool held_hit(HitPath& h, uintptr_t ip, uintptr_t addr, uint32_t size, bo
   return true;
 }
 
+// A memo hit by a thread of the parallel mode (see above; `busy` set, no `lane`): as memo_hit,
+// but with `busy` up and only while g_held_hits says recording goes on (finish() clears it, then
+// a membarrier, then waits for `busy`, as for held hits). The hit path's half-line curve is not
+// fed (on_hit is for one thread; as for held hits, the curves of several threads are one merged
+// stream, approximate anyway).
+inline bool parallel_hit(HitPath& h, uintptr_t ip, uintptr_t addr, uint32_t size, bool write) noexcept {
+  if (!g_held_hits.load(std::memory_order_relaxed)) return false;
+  h.busy->store(1, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  bool hit = false;
+  if (g_held_hits.load(std::memory_order_relaxed)) {
+    profile::InstructionRecord* s = h.ips->find_hot(ip - 1);
+    if (s != nullptr && h.memo->try_hit(addr, size, write)) {
+      alog::append_own(addr, size, write, h.thread);
+      ++*h.accesses;
+      s->accesses[write]++;
+      hit = true;
+    }
+  }
+  h.busy->store(0, std::memory_order_release);
+  return hit;
+}
+
+__attribute__((noinline)) inline void parallel_or_access(HitPath& h, uintptr_t ip, uintptr_t addr,
+                                                         uint32_t size, bool write) noexcept {
+  if (!parallel_hit(h, ip, addr, size, write)) on_access(ip, addr, size, write);
+}
+
 // held_hit, else on_access: one call that needs nothing afterwards, so that the entry that
 // makes it keeps no more registers across it than for on_access alone (single-threaded hits
 // paid three more saves and restores per access when ip and addr had to outlive a call here).
@@ -143,6 +177,10 @@ __attribute__((always_inline)) inline bool take_hit(uintptr_t ip, uintptr_t addr
   if (h.memo == nullptr) return false;
   if (__builtin_expect(h.lane != nullptr, 0)) {
     held_or_access(h, ip, addr, size, write);
+    return true;
+  }
+  if (__builtin_expect(h.busy != nullptr, 0)) {
+    parallel_or_access(h, ip, addr, size, write);
     return true;
   }
   return memo_hit(h.memo, h.ips, h.accesses, ip, addr, size, write, h.thread, true);

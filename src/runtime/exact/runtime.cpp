@@ -98,6 +98,10 @@ struct ThreadState {
   ClearPage clear_pages[kClearPages];
   uint64_t accesses = 0;
   uint64_t misses[profile::kLevels] = {};
+  // Threads simulating at once (locks, parallel): what they count for the working set and the
+  // spatial view on their own, summed by finish() (flow::add_misses, spatial::add), instead of a
+  // locked add per miss on a line every thread writes.
+  uint64_t ws_misses = 0, victims_seen = 0, victims_outside = 0;
   IpTable ips;
   StepTable steps;  // how each instruction's misses step through memory
   // Re-conflict distances: this thread's L1 misses so far, and per L1 set (folded, g.rcd_sets)
@@ -161,6 +165,13 @@ struct Global {
   // fallback when the relay cannot start), so threads interleave in host order, not access by
   // access.
   bool no_relay = false;
+  // WHYMISS_INTERLEAVE=parallel (experimental; docs/parallel-sim.md, step 4): no relay either,
+  // but the simulator's parallel protocol (sim::Knobs::parallel: cross-core effects are messages,
+  // a core's private levels take no lock) with one thread per simulated core, at most 64, and
+  // each thread taking its own memo hits (hit_path.h, parallel_hit). Threads interleave in host
+  // order, as with locks.
+  bool parallel = false;
+  bool parallel_hits = false;  // parallel, and the simulator is lock-free (one thread per core)
   std::atomic<bool> written{false};  // the profile is on disk (see finish)
   uint32_t policy = 0, inclusive = 1;
   char output[4096] = {};
@@ -276,13 +287,22 @@ void init() {
     geo = detect_geometry();
   }
   sim::Knobs k;
-  if (const char* c = std::getenv("WHYMISS_CORES"); c && std::atoi(c) > 0)
+  if (const char* m = std::getenv("WHYMISS_INTERLEAVE"); m && std::strcmp(m, "parallel") == 0)
+    g.parallel = g.no_relay = true;
+  if (const char* c = std::getenv("WHYMISS_CORES"); c && std::atoi(c) > 0) {
     k.cores = uint32_t(std::atoi(c)) > kMaxCores ? kMaxCores : uint32_t(std::atoi(c));
-  else
-    k.cores = kMaxCores;  // simulated cores are created on first use: one per thread
+    g.one_per_core = k.cores == kMaxCores;
+  } else {
+    // Simulated cores are created on first use: one per thread. (Parallel: 64, the most the
+    // simulator's lock-free protocol takes.)
+    k.cores = g.parallel ? 64 : kMaxCores;
+    g.one_per_core = true;
+  }
   // One thread per core (the default mapping): no per-core lock is needed. Threads past the
   // last core are then not recorded (see attach_thread) rather than folded.
-  g.one_per_core = k.cores == kMaxCores;
+  k.parallel = g.parallel;
+  g.parallel_hits = g.parallel && g.one_per_core && k.cores <= 64;
+  if (g.parallel_hits) g_held_hits.store(true, std::memory_order_relaxed);
   k.one_thread_per_core = g.one_per_core;
   if (const char* p = std::getenv("WHYMISS_POLICY"); p && *p) {
     auto pol = sim::parse_policy(p);
@@ -421,6 +441,12 @@ void enable_held_hits(ThreadState* t) {
   }
 }
 
+// Parallel mode (Global::parallel_hits): the thread takes its own memo hits (hit_path.h).
+void enable_parallel_hits(ThreadState* t) {
+  t_hit = HitPath{g.sim->hit_memo(t->core), &t->ips, &t->accesses, nullptr, &t->busy};
+  t_hit.thread = t->index;
+}
+
 // Makes sure simulated core `core` exists before a thread uses it (Hierarchy::add_core): false
 // when the simulator cannot have it (memory), and the first such sentence is kept for the notes.
 // The thread then runs unrecorded, like one past the last core; the program never notices.
@@ -478,6 +504,8 @@ ThreadState* attach_thread() {
     t->memo = g.sim->hit_memo(t->core);
     t_hit = HitPath{t->memo, &t->ips, &t->accesses};  // (t becomes t_state below)
     t_hit.thread = index;
+  } else if (g.parallel_hits) {
+    enable_parallel_hits(t);
   }
   g.core_owner[t->core].store(index, std::memory_order_relaxed);
   g.threads[index].store(t, std::memory_order_release);
@@ -498,6 +526,7 @@ void thread_exit(void* p) {
     return;
   }
   Inside in;
+  t_hit = HitPath{};     // (parallel: its memo hits count into the tables released below)
   reuse::thread_done();  // (its tracker batch, when it simulated inline under locks)
   LockGuard lock(g.merged_lock);
   g.merged.merge_from(t->ips);
@@ -691,15 +720,21 @@ void keep_missed_words(ThreadState* t, uint64_t addr) {
 // L1 evicted `line` to make room; its tenure touched `mask` (spatial.h). The objects the line
 // overlaps are found as record_sharing finds them; pages known to hold no object are skipped.
 void note_victim(ThreadState* t, uint64_t line, uint64_t mask, bool serialised) {
-  spatial::seen(serialised);
+  // (Not serialised: counted by the thread, see ThreadState::victims_seen.)
+  auto outside = [&] {
+    if (serialised) spatial::outside(true);
+    else ++t->victims_outside;
+  };
+  if (serialised) spatial::seen(true);
+  else ++t->victims_seen;
   const uint64_t base = line << g.line_shift;
   const uint64_t attaches = object_attaches();
   const uint64_t page = base >> 12;
   auto& clear = t->clear_pages[page_slot(page, ThreadState::kClearPages)];
-  if (clear.page_plus_one == page + 1 && clear.epoch == attaches) return spatial::outside(serialised);
+  if (clear.page_plus_one == page + 1 && clear.epoch == attaches) return outside();
   if (attaches == 0) {  // nothing findable yet (see count_miss_in_object)
     clear = ThreadState::ClearPage{page + 1, attaches};
-    return spatial::outside(serialised);
+    return outside();
   }
   // While the process has one thread: the object a miss on this page landed in, when it covers
   // the whole line (then it is the only object there), without the store's locks.
@@ -712,7 +747,7 @@ void note_victim(ThreadState* t, uint64_t line, uint64_t mask, bool serialised) 
   const int n = objects_overlapping(base, base + (uint64_t(1) << g.line_shift), objs, 4);
   if (n == 0) {
     if (page_without_objects(base)) clear = ThreadState::ClearPage{page + 1, attaches};
-    return spatial::outside(serialised);
+    return outside();
   }
   for (int i = 0; i < n && i < 4; ++i) spatial::evicted(objs[i], line, mask, serialised);
 }
@@ -734,7 +769,8 @@ __attribute__((noinline)) void record_misses(ThreadState* t, InstructionRecord* 
       }
       continue;
     }
-    flow::miss(serialised);
+    if (serialised) flow::miss(true);
+    else ++t->ws_misses;  // (summed by finish)
     if (lr.l1_victim_mask != 0 && spatial::on())
       note_victim(t, lr.l1_victim, lr.l1_victim_mask, serialised);
     size_t reached = lr.levels_reached < g.nlevels ? lr.levels_reached : g.nlevels;
@@ -783,7 +819,12 @@ inline void inside(ThreadState* t, F&& f) {
 // Returns whether the access hit L1.
 inline bool record(ThreadState* t, uint64_t ip, uint64_t addr, uint32_t size, bool write) {
   const bool l1_hit = g.sim->access(t->core, addr, size, write, t->result);
-  alog::append(addr, size, write, t->index);
+  // (Threads simulating at once, locks or parallel: each into its own block. Before, while one
+  // thread simulates, in order with the hit path's appends.)
+  if (g.no_relay && g.concurrent.load(std::memory_order_relaxed))
+    alog::append_own(addr, size, write, t->index);
+  else
+    alog::append(addr, size, write, t->index);
   reuse::access(ip, addr, size, g.concurrent.load(std::memory_order_relaxed) && !g.relay_mode);
   t->accesses++;
   InstructionRecord* s = t->ips.get(ip);
@@ -1010,6 +1051,8 @@ void finish(int term_signal) {
     for (uint32_t i = 0; i < nthreads; ++i) {
       ThreadState* t = g.threads[i].load(std::memory_order_acquire);
       if (!t) continue;
+      flow::add_misses(t->ws_misses);
+      spatial::add(t->victims_seen, t->victims_outside);
       // Stuck mid-access: its table is unsafe.
       if (t != t_state && (stuck ? stuck[i] != 0 : t->busy.load() != 0)) continue;
       g.merged.merge_from(t->ips);
@@ -1108,7 +1151,9 @@ void finish(int term_signal) {
   if (nthreads > 1 && g.concurrent.load(std::memory_order_relaxed) && !g.relay_mode && strings.data) {
     // Why the sharing counts may differ from run to run: no relay put the threads' accesses in
     // turn (WHYMISS_INTERLEAVE=locks, asked for: information; or the relay could not start).
-    if (g.no_relay)
+    if (g.parallel)
+      notes[nnotes++] = {strings.add("threads simulated their own accesses in parallel (WHYMISS_INTERLEAVE=parallel, experimental): they interleave in host order, not access by access, so sharing counts depend on how the threads ran"), 0};
+    else if (g.no_relay)
       notes[nnotes++] = {strings.add("threads simulated their own accesses under locks (WHYMISS_INTERLEAVE=locks): they interleave in host order, not access by access, so sharing counts depend on how the threads ran"), 0};
     else
       notes[nnotes++] = {strings.add("the relay thread could not start: threads simulated their own accesses under locks, in host order, not access by access, so sharing counts depend on how the threads ran"), 1};
@@ -1273,6 +1318,10 @@ uint32_t next_thread_index() noexcept {
     drop_hit_path();
     g.relay_mode = start_relay();
     if (!g.relay_mode) g.sim->set_concurrent(true);  // no relay thread: locks instead
+    if (g.parallel_hits) {  // (drop_hit_path cleared it: the memo hits go on, in parallel style)
+      g_held_hits.store(true, std::memory_order_relaxed);
+      if (ThreadState* self = t_state) enable_parallel_hits(self);
+    }
     g.concurrent.store(true, std::memory_order_release);
   }
   const uint32_t index = g.next_index.fetch_add(1);

@@ -107,6 +107,11 @@ void outside(bool serialised) noexcept {
   count_up(g_outside, serialised);
 }
 
+void add(uint64_t seen, uint64_t outside) noexcept {
+  if (seen) g_evicted.fetch_add(seen, std::memory_order_relaxed);
+  if (outside) g_outside.fetch_add(outside, std::memory_order_relaxed);
+}
+
 void evicted(const HeapObject& o, uint64_t line, uint64_t mask, bool serialised) noexcept {
   Slot* s = slot_of(o.serial);
   if (!s) {

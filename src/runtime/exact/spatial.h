@@ -32,6 +32,9 @@ void evicted(const HeapObject& o, uint64_t line, uint64_t mask, bool serialised)
 void seen(bool serialised) noexcept;
 // L1 evicted a line in no live heap object (after seen()).
 void outside(bool serialised) noexcept;
+// What threads simulating at once counted on their own instead of seen(false) and
+// outside(false) each (a locked add on a line every thread writes), added at the end.
+void add(uint64_t seen, uint64_t outside) noexcept;
 
 // Records for the profile, once recording stopped; arrays from the caller (private heap).
 size_t count() noexcept;
