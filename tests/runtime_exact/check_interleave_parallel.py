@@ -5,7 +5,8 @@ WHYMISS_INTERLEAVE=parallel (experimental: no relay, each thread simulates its o
 its own simulated core, lock-free; docs/parallel-sim.md) every access is counted, none is
 dropped, and the misses per level and kind are those of the strict relay (nothing is shared, so
 the interleaving cannot matter beyond the few lines the main thread and the workers both touch:
-at most 4 misses apart per level and kind), for 1, 2 and 4 threads; the report says the threads
+at most 4 misses apart per level and kind, and per heap object, charged to the same threads), for
+1, 2 and 4 threads; the report says the threads
 were interleaved in host order. Exit 0 when all hold, 1 with the first deviation otherwise."""
 import json
 import os
@@ -57,6 +58,15 @@ def main():
                     print(f"FAIL: {where}: {key[0]} {key[1]} misses: strict {a[key]}, parallel "
                           f"{b.get(key)}")
                     return 1
+            # Per heap object (each thread's array: the thread's object cache, without locks,
+            # in parallel mode), the misses charged to it, and by which threads.
+            objs = [sorted((tuple(o.get("threads", [])), o["l1_misses"]) for f in rep["findings"]
+                           for o in f.get("objects", [])) for rep in (strict, par)]
+            if len(objs[0]) != len(objs[1]) or len(objs[0]) < threads or any(
+                    x[0] != y[0] or abs(x[1] - y[1]) > 4 for x, y in zip(*objs)):
+                print(f"FAIL: {where}: objects (threads, L1 misses): strict {objs[0]}, "
+                      f"parallel {objs[1]}")
+                return 1
             if a[("L1", "capacity")] < 1000 * threads:
                 print(f"FAIL: {where}: only {a[('L1', 'capacity')]} L1 capacity misses: the "
                       "program did not sweep its arrays")

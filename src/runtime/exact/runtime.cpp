@@ -574,18 +574,36 @@ inline size_t page_slot(uint64_t page, uint32_t n) {
   return size_t((page * 0x9E3779B97F4A7C15ull) >> (64 - __builtin_ctz(n)));
 }
 
+// Parallel mode: whether `o` is, as far as its record says, this thread's alone: only it missed
+// in it and it touched it last (relaxed loads of fields other threads write under the store's
+// lock). Then its misses go through the thread's object cache without the lock, as while one
+// thread runs. An object that another thread starts to use is caught at that thread's first miss
+// in it (which takes the lock and leaves its own mark); an update of ours racing with that one
+// is the only one that can be lost or land before it.
+inline bool mine_alone(const HeapObject& o, const ThreadState* t) {
+  const uint64_t me = uint64_t(1) << (t->index % 64);
+  if (__atomic_load_n(&o.thread_mask, __ATOMIC_RELAXED) != me) return false;
+  const uint32_t last = __atomic_load_n(&o.flow_last, __ATOMIC_RELAXED);
+  return last == 0 || (last & ~kFlowWriteBit) == t->index + 1;
+}
+
 // with_object(addr, count_object_miss, hit), through the thread's object cache while the process
 // has one thread: a line of a big array or of a few hot objects then costs no lock and no search.
+// Parallel mode (threads simulating at once): for objects only this thread uses (mine_alone).
+// The cached record stays valid there too: the access is simulated before it happens, so a free
+// of the object by another thread that the program orders after it (as a correct program must)
+// comes after this update, and a free before it changed object_detaches() where we can see it.
 bool count_miss_in_live_object(ThreadState* t, uintptr_t addr, ObjectHit* hit) {
   // (Not in solo mode: other threads still run, and may free objects, uninstrumented code.)
-  if (t->memo == nullptr || t->relayed) return with_object(addr, count_object_miss, hit);
+  const bool alone = t->memo != nullptr;
+  if ((!alone && !g.parallel_hits) || t->relayed) return with_object(addr, count_object_miss, hit);
   const uint64_t epoch = object_detaches();
   if (epoch != t->objects_epoch) {
     for (auto& c : t->objects) c = ThreadState::CachedObject{};
     t->objects_epoch = epoch;
   }
   auto& c = t->objects[page_slot(addr >> 12, ThreadState::kCachedObjects)];
-  if (c.obj != nullptr && addr - c.start < c.end - c.start) {
+  if (c.obj != nullptr && addr - c.start < c.end - c.start && (alone || mine_alone(*c.obj, t))) {
     count_object_miss(*c.obj, hit);
     return true;
   }
