@@ -19,7 +19,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -32,6 +34,9 @@ namespace {
 struct HelperRun {
   int status = -1;
   std::string out, err;
+  // The run's temporary directory, removed with the last copy of the run (it held the
+  // program's output and profile; the tests used to leave one in /tmp per run).
+  std::shared_ptr<const std::string> dir;
   std::string profile_path;
 };
 
@@ -48,6 +53,11 @@ HelperRun run_helper(const char* mode, bool deny_perf, std::vector<std::string> 
   char dir[] = "/tmp/whymiss-soft-rt-XXXXXX";
   if (!mkdtemp(dir)) return {};
   HelperRun r;
+  r.dir = std::shared_ptr<const std::string>(new std::string(dir), [](const std::string* d) {
+    std::error_code ec;
+    std::filesystem::remove_all(*d, ec);
+    delete d;
+  });
   r.profile_path = std::string(dir) + "/p.data";
   const std::string out = std::string(dir) + "/out", err = std::string(dir) + "/err";
   pid_t pid = fork();
