@@ -1164,7 +1164,7 @@ void finish(int term_signal) {
   }
   meta.threads_seen = nthreads;
   meta.folded = nthreads > g.cores;
-  profile::NoteRecord notes[2];
+  profile::NoteRecord notes[3];
   size_t nnotes = 0;
   if (nthreads > 1 && g.concurrent.load(std::memory_order_relaxed) && !g.relay_mode && strings.data) {
     // Why the sharing counts may differ from run to run: no relay put the threads' accesses in
@@ -1181,6 +1181,15 @@ void finish(int term_signal) {
     std::snprintf(text, sizeof text, "%llu thread%s not recorded (%s accesses are dropped): %s",
                   (unsigned long long)n, n == 1 ? " was" : "s were", n == 1 ? "its" : "their",
                   g.core_refusal);
+    notes[nnotes++] = {strings.add(text), 1};
+  }
+  if (g.one_per_core && nthreads > g.cores && strings.data) {  // (see attach_thread)
+    char text[256];
+    const uint32_t n = nthreads - g.cores;
+    std::snprintf(text, sizeof text,
+                  "%u thread%s past the first %u %s not recorded (%s accesses are dropped): one simulated core per thread, at most %u%s",
+                  n, n == 1 ? "" : "s", g.cores, n == 1 ? "was" : "were", n == 1 ? "its" : "their", g.cores,
+                  g.parallel ? " in parallel mode" : "");
     notes[nnotes++] = {strings.add(text), 1};
   }
   profile::SectionData s[] = {
