@@ -760,6 +760,23 @@ void note_victim(ThreadState* t, uint64_t line, uint64_t mask, bool serialised) 
     const auto& c = t->objects[page_slot(page, ThreadState::kCachedObjects)];
     if (c.obj != nullptr && base >= c.start && base + (uint64_t(1) << g.line_shift) <= c.end)
       return spatial::evicted(*c.obj, line, mask, serialised);
+  } else if (g.parallel_hits && !t->relayed) {
+    // Parallel mode: the same, but an eviction is not ordered before a free of its object by the
+    // program (as a miss is), so the record may be freed and reused meanwhile: what evicted()
+    // needs of it is copied, and used only if no object stopped being live since the cache was
+    // last valid, before or during the copy (a free counts in object_detaches() before its
+    // record can be reused; the pool's records are never unmapped).
+    const uint64_t epoch = object_detaches();
+    const auto& c = t->objects[page_slot(page, ThreadState::kCachedObjects)];
+    if (epoch == t->objects_epoch && c.obj != nullptr && base >= c.start &&
+        base + (uint64_t(1) << g.line_shift) <= c.end) {
+      HeapObject o{};
+      o.serial = __atomic_load_n(&c.obj->serial, __ATOMIC_RELAXED);
+      o.start = __atomic_load_n(&c.obj->start, __ATOMIC_RELAXED);
+      o.size = __atomic_load_n(&c.obj->size, __ATOMIC_RELAXED);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (object_detaches() == epoch) return spatial::evicted(o, line, mask, serialised);
+    }
   }
   HeapObject objs[4];
   const int n = objects_overlapping(base, base + (uint64_t(1) << g.line_shift), objs, 4);
