@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """check_interleave_locks.py WHYMISS PROGRAM: PROGRAM (relay_nice.c: two threads, prints how many
-relay threads it saw) under `whymiss record --mode exact`. With WHYMISS_INTERLEAVE=locks (or
-parallel) no relay
-thread starts and the report says the threads were interleaved in host order; without it, or
-with another value, one relay starts and the report says nothing of the kind. Exit 0 when all
-hold, 1 with the reason otherwise."""
+relay threads it saw) under `whymiss record --mode exact`. With WHYMISS_INTERLEAVE=locks or
+parallel, or `--interleave parallel`, no relay thread starts and the report says the threads were
+interleaved in host order; without any, with WHYMISS_INTERLEAVE=strict or `--interleave strict`,
+one relay starts and the report says nothing of the kind. A value it does not know, in the
+option or in the environment, is refused with one sentence and exit status 2 before the program
+runs. Exit 0 when all hold, 1 with the reason otherwise."""
 import os
 import subprocess
 import sys
@@ -13,38 +14,52 @@ import tempfile
 NOTE = "interleave in host order"
 
 
-def run(whymiss, program, value):
+def run(whymiss, program, value, option=None):
     env = dict(os.environ)
     env.pop("WHYMISS_INTERLEAVE", None)
     if value is not None:
         env["WHYMISS_INTERLEAVE"] = value
+    extra = ["--interleave", option] if option is not None else []
     with tempfile.TemporaryDirectory() as tmp:
         prof = os.path.join(tmp, "p.prof")
-        r = subprocess.run([whymiss, "record", "--mode", "exact", "-o", prof, "--", program],
+        r = subprocess.run([whymiss, "record", "--mode", "exact", *extra, "-o", prof, "--", program],
                            capture_output=True, text=True, env=env, timeout=120)
         if r.returncode != 0:
-            raise SystemExit(f"FAIL: WHYMISS_INTERLEAVE={value}: exited {r.returncode}: {r.stderr.strip()}")
+            return None, r
         line = next((l for l in r.stdout.splitlines() if l.startswith("relays ")), None)
         if line is None:
             raise SystemExit(f"FAIL: no 'relays' line in the program's output: {r.stdout!r}")
         rep = subprocess.run([whymiss, "report", prof], capture_output=True, text=True, timeout=120)
         if rep.returncode != 0:
             raise SystemExit(f"FAIL: report exited {rep.returncode}: {rep.stderr.strip()}")
-        return int(line.split()[1]), NOTE in rep.stdout
+        return (int(line.split()[1]), NOTE in rep.stdout), r
 
 
 def main():
     whymiss, program = sys.argv[1:3]
-    for value, relays_wanted, note_wanted in [("locks", 0, True), ("parallel", 0, True),
-                                              (None, 1, False),
-                                              ("strict", 1, False), ("Locks", 1, False)]:
-        relays, note = run(whymiss, program, value)
+    for value, option, relays_wanted, note_wanted in [
+            ("locks", None, 0, True), ("parallel", None, 0, True), (None, "parallel", 0, True),
+            (None, None, 1, False), ("strict", None, 1, False), (None, "strict", 1, False),
+            ("parallel", "strict", 1, False)]:
+        what = f"WHYMISS_INTERLEAVE={value}, --interleave {option}"
+        got, r = run(whymiss, program, value, option)
+        if got is None:
+            print(f"FAIL: {what}: exited {r.returncode}: {r.stderr.strip()}")
+            return 1
+        relays, note = got
         if relays != relays_wanted or note != note_wanted:
-            print(f"FAIL: WHYMISS_INTERLEAVE={value}: {relays} relay thread(s), host-order note "
+            print(f"FAIL: {what}: {relays} relay thread(s), host-order note "
                   f"{'present' if note else 'absent'}; expected {relays_wanted} and "
                   f"{'present' if note_wanted else 'absent'}")
             return 1
-    print("ok: WHYMISS_INTERLEAVE=locks and parallel run without the relay and the report says so")
+    for value, option in [("Locks", None), (None, "fast")]:
+        got, r = run(whymiss, program, value, option)
+        lines = r.stderr.strip().splitlines()
+        if got is not None or r.returncode != 2 or len(lines) != 1 or "interleave" not in lines[0].lower():
+            print(f"FAIL: WHYMISS_INTERLEAVE={value}, --interleave {option}: exit {r.returncode}, "
+                  f"stderr {r.stderr.strip()!r}; expected exit 2 and one sentence naming it")
+            return 1
+    print("ok: locks and parallel run without the relay and the report says so; unknown values refused")
     return 0
 
 
