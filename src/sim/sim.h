@@ -28,8 +28,10 @@
 // counts are per core too, written by the thread simulating an access (events it causes in other
 // cores' copies count in its own core's counters), so that a private hit writes no host line
 // another thread writes; counters() sums them. Departures are per core and shard (another core's
-// snoop writes them under the shard lock). With Knobs::concurrent = false no lock is
-// taken and the caller must serialise; Hierarchy::set_concurrent switches between the two at run
+// snoop writes them under the shard lock). With Knobs::parallel and one thread per core (at most
+// 64 cores) no stripe lock is taken at all: a core's thread alone writes its private state, other
+// cores post to its inbox, and only shared-level work takes a part lock. With
+// Knobs::concurrent = false no lock is taken and the caller must serialise; Hierarchy::set_concurrent switches between the two at run
 // time (a program starts with one thread and turns the locks on before it starts the second).
 #pragma once
 #include <array>
@@ -68,6 +70,9 @@ struct Knobs {
   // exactly what the direct protocol gives, with up to 64 cores (above, a directory bit stands
   // for several cores and every one of them gets the message: an E fill may become S).
   // Counters of effects still in an inbox lag until drain_all() or the core's next access.
+  // With one_thread_per_core and at most 64 cores it is lock-free (see the file comment); then
+  // counters(), set_counts() and for_each_line() need every feeder stopped, not just the
+  // stripe locks.
   bool parallel = false;
   uint64_t seed = 1;           // for Policy::Random
   // Bytes the simulator may take for its caches and shadows, as Hierarchy::level_bytes estimates
@@ -107,7 +112,8 @@ inline uint64_t granule_mask(uint64_t addr, uint64_t len, unsigned line_shift,
 // The line a core accessed last and its L1 entry, for callers with a hit path of their own (the
 // exact runtime checks it inline on every instrumented access; Hierarchy::access does the same).
 // Contract: only while the simulator is not concurrent (then only the calling thread touches the
-// core), only by the thread feeding `core`. try_hit() applies a one-line access to that line, if
+// core), or is lock-free (Knobs::parallel with one thread per core, at most 64 cores: other
+// cores post to the inbox and `pending` keeps the memo off), only by the thread feeding `core`. try_hit() applies a one-line access to that line, if
 // it is still in its L1 slot with enough rights (a read, or a write to a line held M), exactly as
 // access() would: the granule mask, the dirty bit and the hit count change, nothing else can.
 struct HitMemo {
