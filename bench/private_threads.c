@@ -6,6 +6,7 @@
 // number of cores.
 //
 // usage: private_threads THREADS [PASSES] [KIB]
+#define _POSIX_C_SOURCE 200112L  // posix_memalign, also under -std=c11 (the tests build it so)
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -564,7 +564,9 @@ TEST(SimParallel, LockFreeCoresKeepTheDirectoryAndInclusionWhileEvicting) {
         &ctx);
     for (const auto& [ln, want] : ctx.holders) {
       ASSERT_EQ(h->sharers(ln), want) << "line " << ln;
-      if (inclusive) ASSERT_TRUE(ctx.shared.count(ln)) << "line " << ln << " held but not in L3";
+      if (inclusive) {
+        ASSERT_TRUE(ctx.shared.count(ln)) << "line " << ln << " held but not in L3";
+      }
     }
     EXPECT_GT(ctx.holders.size(), 100u);
   }
