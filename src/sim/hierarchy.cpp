@@ -1184,7 +1184,9 @@ __attribute__((noinline)) bool Hierarchy::Impl::access_general(uint32_t core, ui
   if (core >= m.knobs.cores) core %= m.knobs.cores;
   m.note_core(core);
   CoreState& c = m.core(core);
-  if (m.parallel) m.drain(c, core);
+  // (The inbox has one consumer: with threads folded onto cores, only under the core lock, in
+  // the loop below.)
+  if (m.parallel && (!m.concurrent || m.knobs.one_thread_per_core)) m.drain(c, core);
   int64_t ignored;  // l1_hit's L1 index: access_line looks again here
   const uint64_t first = addr >> m.line_shift;
   const uint64_t last = (addr + size - 1) >> m.line_shift;
