@@ -496,7 +496,16 @@ struct Hierarchy::Impl {
   // bit) changes nothing.
   void drain(CoreState& o, uint32_t oid) {
     if (o.memo.pending.load(std::memory_order_acquire) == 0) return;
-    o.inbox->drain(o.memo.pending, [&](const Message& m) {
+    o.inbox->drain(o.memo.pending, [&](const Message& m) { apply(o, oid, m); });
+  }
+  // drain(), through every message reserved so far (Inbox::drain_through): for a lock-free core
+  // holding a line's part lock, so that every message about that line is applied.
+  void drain_through(CoreState& o, uint32_t oid) {
+    if (!o.inbox->any()) return;
+    o.inbox->drain_through(o.memo.pending, [&](const Message& m) { apply(o, oid, m); });
+  }
+  void apply(CoreState& o, uint32_t oid, const Message& m) {
+    {
       const uint64_t line = m.line;
       if (o.priv[npriv - 1]->find(line) < 0) return;
       Departure d;
@@ -533,7 +542,7 @@ struct Hierarchy::Impl {
         d.inclusion_kind = Outcome(m.inclusion_kind);
         o.departures_of(line & shard_mask).set(line, oid, d);
       }
-    });
+    }
   }
 
   // snoop's work as messages: an invalidation to every other holder of a write, a downgrade to
@@ -674,8 +683,10 @@ struct Hierarchy::Impl {
           dirty = j >= 0 && c.priv[u]->entry(size_t(j)).dirty;
         }
         if (!dirty) {
+          // (Only while the directory still says this core holds it modified alone: another
+          // core may have taken the line since, its message still in this core's inbox.)
           Guard g(l3_shard(v).lock, concurrent);
-          dir_set_state(v, Mesi::E);
+          if (dir_get(v) == sharer_bit(cid) && dir_state(v) == Mesi::M) dir_set_state(v, Mesi::E);
         }
       }
       if (e.dirty) c.counters.level[l].writebacks++;
@@ -931,7 +942,9 @@ struct Hierarchy::Impl {
     // Lock-free: a write to a copy held S or E needs the directory (an upgrade, or the mark
     // that this core modified it). Under the line's part lock, this core's inbox may hold an
     // invalidation or a downgrade of that copy, posted after the lookups above by a core that
-    // now owns the line: applied first, and the lookups redone below the level that hit
+    // now owns the line: applied first (every message reserved so far, drain_through: one about
+    // this line may wait behind another line's poster that has not published yet), and the
+    // lookups redone below the level that hit
     // (messages only take copies away or downgrade them), so the write is ordered after it. The
     // lock is held into the upgrade or the miss below, which release it.
     bool held = false;
@@ -939,8 +952,8 @@ struct Hierarchy::Impl {
         c.cache_at[hit_level]->entry(size_t(hit_idx)).state != Mesi::M) {
       l3_shard(line).lock.lock();
       held = true;
-      if (c.memo.pending.load(std::memory_order_acquire) != 0) {
-        drain(c, cid);
+      if (c.inbox->any()) {
+        drain_through(c, cid);
         size_t l = hit_level;
         for (; l < npriv; ++l) {
           if (l > hit_level && c.shadow_at[l]->access(line)) shadow_hits |= 1u << l;
@@ -1004,7 +1017,7 @@ struct Hierarchy::Impl {
       part.lock_if(concurrent && !held);
       // (Lock-free: what was posted before the lock, so that no message about an earlier copy
       // of this line is still to come once the line is filled below.)
-      if (lockfree && concurrent && !held) drain(c, cid);
+      if (lockfree && concurrent && !held) drain_through(c, cid);
       if (dir_in_llc) {
         below = access_shared(c, cid, line, w, first, r);
         sharers = dir() ? shared->entry(below).mask : 0;

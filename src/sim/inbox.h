@@ -8,6 +8,8 @@
 // waiting for): a full inbox drops the message and counts it (callers size the ring so that it
 // cannot fill: dropped() stays 0 in the tests). Allocates only in the constructor.
 #pragma once
+#include <sched.h>
+
 #include <atomic>
 #include <cstdint>
 
@@ -69,6 +71,34 @@ class Inbox {
     head_.store(h, std::memory_order_release);
     if (n) pending.fetch_sub(n, std::memory_order_relaxed);
     return n;
+  }
+
+  // drain(), but through every message reserved before the call, waiting for a poster between
+  // its reservation and its publication (which never waits itself, so this ends) instead of
+  // stopping there: a caller holding a lock that posters about some line take (a shared-level
+  // part) then has every message about that line posted before it took the lock, which drain()
+  // does not promise when a poster of another line, under another lock, reserved a slot earlier.
+  template <typename F>
+  uint32_t drain_through(std::atomic<uint32_t>& pending, F&& apply) {
+    const uint64_t t = tail_.load(std::memory_order_acquire);
+    uint64_t h = head_.load(std::memory_order_relaxed);
+    uint32_t n = 0;
+    for (; h != t; ++h, ++n) {
+      Slot& s = slots_[h & (cap_ - 1)];
+      for (unsigned spins = 0; __atomic_load_n(&s.seq, __ATOMIC_ACQUIRE) != h + 1;)
+        if (++spins < 128) __builtin_ia32_pause(); else sched_yield();
+      apply(static_cast<const Message&>(s.m));
+    }
+    head_.store(h, std::memory_order_release);
+    // (A message counts in `pending` once published: those applied here were, by now, or are
+    // about to be; the subtraction may run ahead of a poster's add for a moment, never below
+    // what is still unapplied once every add has happened.)
+    if (n) pending.fetch_sub(n, std::memory_order_relaxed);
+    return n;
+  }
+  // Whether a message was reserved and not yet applied (published or not).
+  bool any() const {
+    return tail_.load(std::memory_order_acquire) != head_.load(std::memory_order_relaxed);
   }
 
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }

@@ -538,7 +538,9 @@ TEST(SimDifferential, MatchesReferenceModelOnRandomMultiCoreTraces) {
             k.policy = p;
             k.inclusive_llc = inclusive;
             k.seed = seed;
-            k.one_thread_per_core = seed % 2;
+            // (seed / 2: seed moves by one per run, so seed % 2 paired each value with one
+            // value of `parallel` only.)
+            k.one_thread_per_core = (seed / 2) % 2;
             k.parallel = parallel;
             all += run(cfg, k, ++seed, 6000);
             if (HasFailure()) return;
