@@ -402,7 +402,11 @@ TEST(ObjectStore, StaleOverlappingRecordsAreEvicted) {
   rt::store_register(base + 400, 50, 3, kNoSite);
   rt::HeapObject o{};
   ASSERT_TRUE(rt::with_object(base + 100, copy_object, &o));
+  const uint64_t detaches = rt::object_detaches();
   rt::store_register(base + 128, 300, 3, kNoSite);  // overlaps both
+  // The evicted records stop being live: a caller keeping one while object_detaches() holds
+  // (the exact runtime's per-thread object cache) must see the change before they are reused.
+  EXPECT_NE(rt::object_detaches(), detaches);
   ASSERT_TRUE(rt::with_object(base + 100, copy_object, &o) == false);
   ASSERT_TRUE(rt::with_object(base + 200, copy_object, &o));
   EXPECT_EQ(o.start, base + 128);

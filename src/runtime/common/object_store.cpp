@@ -500,6 +500,9 @@ bool index_insert_unversioned(HeapSlot* slot) noexcept {
     int n_evicted = 0;
     const bool ok = insert_item(e, Item{chunk_off(start), chunk_off(last) + 1, slot}, true, evicted,
                                 &n_evicted);
+    // (Records it took off stop being live too: callers that keep one while this count holds
+    // must see the change before the record is reused.)
+    if (n_evicted > 0) g_detaches.fetch_add(1, std::memory_order_release);
     for (int i = 0; i < n_evicted; ++i) store_release(evicted[i]);
     return ok;
   }

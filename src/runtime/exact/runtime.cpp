@@ -1079,6 +1079,15 @@ void finish(int term_signal) {
     for (; t->busy.load(std::memory_order_acquire) && spin < 200000; ++spin) sched_yield();
     if (stuck) stuck[i] = spin == 200000;
   }
+  // Parallel mode: what other cores' accesses did to a core's copies waits in its inbox until
+  // that core's thread simulates again, which an exited or idle thread never does; applied now,
+  // so that the counters (invalidations, write-backs) are complete. Only at a normal exit (a
+  // drain may allocate: not in a signal handler) with no thread inside the simulator.
+  if (g.parallel && term_signal == 0 && stuck && (t_state == nullptr || !t_state->busy.load())) {
+    bool still = true;
+    for (uint32_t i = 0; i < nthreads; ++i) still = still && !stuck[i];
+    if (still) g.sim->drain_all();
+  }
   auto* threads = alloc_array<profile::ThreadRecord>(nthreads);
   size_t nthr = 0;
   {
