@@ -156,7 +156,7 @@ Result<RecordConfig> parse_record(int argc, char** argv, bool with_report_opts) 
       auto r = s.check(e);
       if (!r)
         return make_error("the environment sets " + std::string(s.env) + "='" + e +
-                          "', which the runtime would refuse (" + r.error() +
+                          "', which is not a valid setting (" + r.error() +
                           "); unset it, or pass --" + s.option);
     }
   }
@@ -618,7 +618,7 @@ void record_usage(std::ostream& out) {
          "machine has them; auto (default) picks exact for whymiss-cc builds, else pmu, else soft.\n"
          "Exact mode runs threads' accesses through one relay thread, access by access (--interleave\n"
          "strict, the default); --interleave parallel (experimental) lets each thread simulate its\n"
-         "own on a core of its own, at most 64 threads, in host order: faster with several threads,\n"
+         "own on a core of its own (the first 64 threads), in host order: faster with several threads,\n"
          "but sharing counts then depend on how the threads ran.\n"
          "In exact mode, when stderr is a terminal, a line there says every 2 s how many accesses\n"
          "were simulated so far and how long the program has run (--no-progress: not).\n"

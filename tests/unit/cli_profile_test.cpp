@@ -375,13 +375,14 @@ TEST_F(CliProfile, ReportToAFullDeviceFails) {
 }
 
 // #8: what can be checked before the program runs is: names too long, and settings in the
-// environment that the runtime would refuse.
+// environment that the runtime would refuse (or, for WHYMISS_INTERLEAVE, silently replace with
+// the default).
 TEST_F(CliProfile, RecordRefusesUpFrontWhatWouldFailAfterTheRun) {
   expect_one_sentence(call(record_main, {"record", "-o", path(std::string(300, 'x')), "--", "/bin/true"}),
                       "its name is too long");
   for (const auto& [name, value] : {std::pair{"WHYMISS_CACHE", "L1=3K:3:3"}, {"WHYMISS_CORES", "0"},
                                     {"WHYMISS_POLICY", "mru"}, {"WHYMISS_LLC", "both"},
-                                    {"WHYMISS_PERIOD_US", "1"}}) {
+                                    {"WHYMISS_PERIOD_US", "1"}, {"WHYMISS_INTERLEAVE", "Locks"}}) {
     setenv(name, value, 1);
     auto o = call(record_main, {"record", "-o", path("p"), "--", "/bin/true"});
     unsetenv(name);

@@ -1156,7 +1156,7 @@ void finish(int term_signal) {
   size_t nsites = sites ? export_sites(sites, nsite_cap) : 0;
 
   meta.mode = uint32_t(profile::Mode::Exact);
-  meta.cores = g.cores == kMaxCores ? 0 : g.cores;
+  meta.cores = g.one_per_core ? 0 : g.cores;  // (one per thread, up to g.cores: see the notes)
   meta.policy = g.policy;
   meta.inclusive_llc = g.inclusive;
   meta.term_signal = term_signal;
