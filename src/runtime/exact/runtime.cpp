@@ -287,8 +287,10 @@ void init() {
     geo = detect_geometry();
   }
   sim::Knobs k;
-  if (const char* m = std::getenv("WHYMISS_INTERLEAVE"); m && std::strcmp(m, "parallel") == 0)
-    g.parallel = g.no_relay = true;
+  if (const char* m = std::getenv("WHYMISS_INTERLEAVE")) {
+    g.parallel = std::strcmp(m, "parallel") == 0;
+    g.no_relay = g.parallel || std::strcmp(m, "locks") == 0;
+  }
   if (const char* c = std::getenv("WHYMISS_CORES"); c && std::atoi(c) > 0) {
     k.cores = uint32_t(std::atoi(c)) > kMaxCores ? kMaxCores : uint32_t(std::atoi(c));
     g.one_per_core = k.cores == kMaxCores;
@@ -338,7 +340,6 @@ void init() {
     for (; *c >= '0' && *c <= '9'; ++c) v = v < 19 ? v * 10 + (*c - '0') : 19;
     if (*c == '\0') g.relay_knobs.nice = v < 19 ? v : 19;
   }
-  if (const char* m = std::getenv("WHYMISS_INTERLEAVE"); m && std::strcmp(m, "locks") == 0) g.no_relay = true;
   g.relay_mode = threaded && start_relay();
   if (g.relay_mode) g.sim->set_concurrent(false);  // the relay is the simulator's only caller
   g.nlevels = geo.levels.size();
@@ -755,21 +756,19 @@ void note_victim(ThreadState* t, uint64_t line, uint64_t mask, bool serialised) 
     return outside();
   }
   // While the process has one thread: the object a miss on this page landed in, when it covers
-  // the whole line (then it is the only object there), without the store's locks.
-  if (t->memo != nullptr && !t->relayed && object_detaches() == t->objects_epoch) {
-    const auto& c = t->objects[page_slot(page, ThreadState::kCachedObjects)];
-    if (c.obj != nullptr && base >= c.start && base + (uint64_t(1) << g.line_shift) <= c.end)
-      return spatial::evicted(*c.obj, line, mask, serialised);
-  } else if (g.parallel_hits && !t->relayed) {
-    // Parallel mode: the same, but an eviction is not ordered before a free of its object by the
-    // program (as a miss is), so the record may be freed and reused meanwhile: what evicted()
-    // needs of it is copied, and used only if no object stopped being live since the cache was
-    // last valid, before or during the copy (a free counts in object_detaches() before its
-    // record can be reused; the pool's records are never unmapped).
+  // the whole line (then it is the only object there), without the store's locks. Parallel mode:
+  // the same, but an eviction is not ordered before a free of its object by the program (as a
+  // miss is), so the record may be freed and reused meanwhile: what evicted() needs of it is
+  // copied, and used only if no object stopped being live since the cache was last valid, before
+  // or during the copy (a free counts in object_detaches() before its record can be reused; the
+  // pool's records are never unmapped).
+  const bool alone = t->memo != nullptr;
+  if ((alone || g.parallel_hits) && !t->relayed) {
     const uint64_t epoch = object_detaches();
     const auto& c = t->objects[page_slot(page, ThreadState::kCachedObjects)];
     if (epoch == t->objects_epoch && c.obj != nullptr && base >= c.start &&
         base + (uint64_t(1) << g.line_shift) <= c.end) {
+      if (alone) return spatial::evicted(*c.obj, line, mask, serialised);
       HeapObject o{};
       o.serial = __atomic_load_n(&c.obj->serial, __ATOMIC_RELAXED);
       o.start = __atomic_load_n(&c.obj->start, __ATOMIC_RELAXED);
