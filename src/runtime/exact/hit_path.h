@@ -16,7 +16,8 @@
 // With WHYMISS_INTERLEAVE=parallel (experimental; docs/parallel-sim.md, step 4) there is no relay:
 // each thread owns its simulated core, which the simulator keeps lock-free (sim::Knobs::parallel),
 // and takes memo hits itself as a single-threaded program does, with `busy` up around each so that
-// finish() can wait for it (parallel_hit).
+// finish() can wait for it (parallel_hit), except every so many accesses, when its pacing looks at
+// the other threads (runtime.cpp, pace).
 //
 // Contract: t_hit.memo is non-null only while the thread may use its core's memo directly: the
 // process has this one recording thread and the relay does not run (runtime.cpp keeps it equal
@@ -53,6 +54,9 @@ struct HitPath {
   uint32_t skip = 0, backoff = 0;
   bool waited = false;  // quiet came in a wait; the next held attempt says whether it paid off
   uint32_t thread = 0;  // the thread's index (for the access log)
+  // Parallel: once the thread's access count reaches this, its next access goes to on_access,
+  // whose pacing looks at the other threads (runtime.cpp, pace) and moves it on.
+  const uint64_t* pace_at = nullptr;
 };
 // A thread that has pushed waits for quiet (and then takes held hits again) only once the relay
 // found this many of its accesses in a row to be hits on one line: such a thread would push
@@ -140,7 +144,7 @@ inline bool held_hit(HitPath& h, uintptr_t ip, uintptr_t addr, uint32_t size, bo
 // fed (on_hit is for one thread; as for held hits, the curves of several threads are one merged
 // stream, approximate anyway).
 inline bool parallel_hit(HitPath& h, uintptr_t ip, uintptr_t addr, uint32_t size, bool write) noexcept {
-  if (!g_held_hits.load(std::memory_order_relaxed)) return false;
+  if (!g_held_hits.load(std::memory_order_relaxed) || *h.accesses >= *h.pace_at) return false;
   h.busy->store(1, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   bool hit = false;

@@ -154,9 +154,13 @@ constexpr uint64_t kStateCheckUs = 20;  // a first look after this long, then th
 // /proc) counts as runnable: the waits stay bounded, and back off (see round). The file is opened
 // per look, not kept: held fds would count against the program's limit, and a program that
 // closes fds it does not own could hand the number to something else.
-bool runnable(Lane* lane) {
+bool runnable(Lane* lane) { return thread_runnable(lane->tid); }
+
+}  // namespace
+
+bool thread_runnable(int tid) noexcept {
   char path[64];
-  snprintf(path, sizeof path, "/proc/self/task/%d/stat", lane->tid);
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
   const int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno != ENOENT && errno != ESRCH;
   char buf[256];
@@ -168,6 +172,8 @@ bool runnable(Lane* lane) {
   const char* p = strrchr(buf, ')');  // the command name may contain anything but ends there
   return p == nullptr || p[1] != ' ' || p[2] == 'R';
 }
+
+namespace {
 
 // The relay's clock for its waits and back-offs (20 us and up). Asked once per round for every
 // lane that did not deliver (worth_waiting: a main thread blocked in a join, every round) and at

@@ -107,6 +107,11 @@ bool start(const Client& c, const Knobs& k = {}) noexcept;
 bool running() noexcept;
 bool on_relay_thread() noexcept;
 
+// Whether kernel thread `tid` of this process is running or runnable ('R' in
+// /proc/self/task/TID/stat): a thread that is gone is not, an unknown state (no /proc) counts as
+// runnable. A few system calls; errno may change.
+bool thread_runnable(int tid) noexcept;
+
 // Maps the lane's ring and enrolls it; false when out of memory or lanes.
 bool open_lane(Lane* lane, void* owner, int tid) noexcept;
 // The owner is exiting: the relay retires the lane once it has simulated everything in it.

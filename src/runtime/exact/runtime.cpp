@@ -98,6 +98,19 @@ struct ThreadState {
   ClearPage clear_pages[kClearPages];
   uint64_t accesses = 0;
   uint64_t misses[profile::kLevels] = {};
+  // Parallel mode: this thread's sharing misses since its access count was `sharing_since`
+  // (see note_parallel_sharing).
+  uint32_t sharing_run = 0;     // in window `sharing_window` (its accesses / kStrictWindow)
+  uint64_t sharing_window = 0;
+  bool sharing_before = false;  // the window before it had kStrictSharing of them
+  uint32_t sharing_total = 0;   // while the program had more threads than host CPUs
+  // Parallel mode's pacing (see pace()): when this thread looks next; a thread it gave up waiting
+  // for, while that one's access count stays where it was.
+  uint64_t next_pace = 0;
+  uint32_t pace_skip = ~0u;
+  uint64_t pace_skip_at = 0;
+  std::atomic<bool> exited{false};
+  bool keep_parallel = false;  // strict order was asked for, but this thread got no lane
   // Threads simulating at once (locks, parallel): what they count for the working set and the
   // spatial view on their own, summed by finish() (flow::add_misses, spatial::add), instead of a
   // locked add per miss on a line every thread writes.
@@ -172,6 +185,19 @@ struct Global {
   // order, as with locks.
   bool parallel = false;
   bool parallel_hits = false;  // parallel, and the simulator is lock-free (one thread per core)
+  // Parallel mode's move to strict order once threads contend for lines (docs/parallel-sim.md,
+  // "Strict from the first contention"): the relay starts and every thread moves onto a lane of
+  // its own at its next access that is not a memo hit, for the rest of the run. kStrict* below.
+  std::atomic<int> strict{0};
+  std::atomic<uint64_t> strict_at{0};  // accesses all threads had made when it was asked for
+  std::atomic<uint32_t> strict_thread{0};  // the thread whose sharing misses asked for it
+  // WHYMISS_STRICT_AFTER=N (for tests: docs/parallel-sim.md): a thread asks for strict order once
+  // it has made N accesses, sharing misses or not. 0 = only on sharing misses.
+  uint64_t strict_after = 0;
+  // Recorded threads that have not exited, and the CPUs this process may run on (at init): more
+  // threads than CPUs interleave by the scheduler's time slices (see kStrictSharingCrowded).
+  std::atomic<uint32_t> live{0};
+  uint32_t host_cpus = 1;
   std::atomic<bool> written{false};  // the profile is on disk (see finish)
   uint32_t policy = 0, inclusive = 1;
   char output[4096] = {};
@@ -184,6 +210,30 @@ struct Global {
   char core_refusal[512] = {};
 };
 constinit Global g;
+
+// Global::strict: not asked for; asked for (by a thread's sharing misses); the relay starting;
+// running; or it could not start (threads then stay parallel, in host order).
+enum : int { kStrictNone, kStrictAsked, kStrictStarting, kStrictRunning, kStrictFailed };
+// A parallel thread asks for strict order when two windows of kStrictWindow of its own accesses in
+// a row each hold kStrictSharing of its sharing misses (one in 256 accesses, sustained). In strict
+// order the contended workloads miss on every second to fourth access, and in host order still
+// about one in 16 (a thread holding the line hits while its rival's simulated miss takes a
+// microsecond). Private work (bench/private_threads.c) and one-way hand-overs never miss that way
+// (a sharing miss needs a copy this core had and another core took), and `zstd -3 -T2`, whose
+// threads pass buffers and a job queue, misses one in 30,000 overall but 16 in 64 Ki accesses at
+// its start: one in 4096, or one window, moved it to strict order for the whole run at 1.1x the
+// time, for sharing counts host order already gets within 5 % (docs/parallel-sim.md).
+constexpr uint32_t kStrictSharing = 256;
+constexpr uint64_t kStrictWindow = uint64_t(1) << 16;
+// With more live threads than host CPUs, threads that would contend on a machine with a core each
+// mostly take turns on the host, a time slice (milliseconds, hundreds of thousands of accesses)
+// at a time, and a contended line costs one sharing miss per turn, not one per few accesses:
+// four threads incrementing counters in two lines, pairwise (the corpus's
+// perthread_malloc_main_t4), gave 15-16 sharing misses in a run on two vCPUs where strict order
+// counts 3 million. Then a few sharing misses by one thread ask for strict order, whatever the
+// rate. Private work never misses that way (bench/private_threads.c with 4 threads on 2 CPUs
+// stays parallel).
+constexpr uint32_t kStrictSharingCrowded = 4;
 
 thread_local ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
 
@@ -303,6 +353,10 @@ void init() {
   // One thread per core (the default mapping): no per-core lock is needed. Threads past the
   // last core are then not recorded (see attach_thread) rather than folded.
   k.parallel = g.parallel;
+  if (const char* a = std::getenv("WHYMISS_STRICT_AFTER"); a && g.parallel)
+    g.strict_after = std::strtoull(a, nullptr, 10);
+  if (cpu_set_t cpus; sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) > 0)
+    g.host_cpus = uint32_t(CPU_COUNT(&cpus));
   g.parallel_hits = g.parallel && g.one_per_core && k.cores <= 64;
   if (g.parallel_hits) g_held_hits.store(true, std::memory_order_relaxed);
   k.one_thread_per_core = g.one_per_core;
@@ -446,6 +500,7 @@ void enable_held_hits(ThreadState* t) {
 void enable_parallel_hits(ThreadState* t) {
   t_hit = HitPath{g.sim->hit_memo(t->core), &t->ips, &t->accesses, nullptr, &t->busy};
   t_hit.thread = t->index;
+  t_hit.pace_at = &t->next_pace;
 }
 
 // Makes sure simulated core `core` exists before a thread uses it (Hierarchy::add_core): false
@@ -490,7 +545,8 @@ ThreadState* attach_thread() {
   t->tid = uint32_t(syscall(SYS_gettid));
   t->core = index % g.cores;
   t->errno_loc = &errno;
-  if (g.relay_mode) {
+  // (Parallel mode once strict order runs: onto a lane from the start.)
+  if (g.relay_mode || g.strict.load(std::memory_order_acquire) == kStrictRunning) {
     t->relayed = true;
     if (!relay::open_lane(&t->lane, t, int(t->tid))) {
       g.unrecorded_threads.fetch_add(1, std::memory_order_relaxed);
@@ -509,6 +565,7 @@ ThreadState* attach_thread() {
     enable_parallel_hits(t);
   }
   g.core_owner[t->core].store(index, std::memory_order_relaxed);
+  g.live.fetch_add(1, std::memory_order_relaxed);
   g.threads[index].store(t, std::memory_order_release);
   pthread_setspecific(g.key, t);
   t_state = t;
@@ -520,6 +577,8 @@ ThreadState* attach_thread() {
 void thread_exit(void* p) {
   auto* t = static_cast<ThreadState*>(p);
   if (!t || g.state.load() != kRecording) return;
+  g.live.fetch_sub(1, std::memory_order_relaxed);
+  t->exited.store(true, std::memory_order_relaxed);
   if (t->relayed) {  // the relay merges its table once it has simulated all it pushed
     t->final_mark.store(sync_mark(t), std::memory_order_release);  // for pthread_join
     t_hit = HitPath{};  // the relay frees the ring and the table after close_lane
@@ -786,6 +845,35 @@ void note_victim(ThreadState* t, uint64_t line, uint64_t mask, bool serialised) 
   for (int i = 0; i < n && i < 4; ++i) spatial::evicted(objs[i], line, mask, serialised);
 }
 
+// Parallel mode: a sharing miss of this thread's. Enough of them in few accesses ask for strict
+// order (Global::strict); the switch itself happens at each thread's next access (strict_asked).
+void ask_strict(ThreadState* t) {
+  if (g.strict.load(std::memory_order_relaxed) != kStrictNone) return;
+  uint64_t made = 0;
+  const uint32_t n = std::min(g.next_index.load(std::memory_order_relaxed), kMaxThreads);
+  for (uint32_t i = 0; i < n; ++i)
+    if (ThreadState* o = g.threads[i].load(std::memory_order_acquire))
+      made += __atomic_load_n(&o->accesses, __ATOMIC_RELAXED);
+  int none = kStrictNone;
+  if (g.strict.compare_exchange_strong(none, kStrictAsked, std::memory_order_acq_rel)) {
+    g.strict_at.store(made, std::memory_order_relaxed);
+    g.strict_thread.store(t->index, std::memory_order_relaxed);
+  }
+}
+
+void note_parallel_sharing(ThreadState* t) {
+  if (g.live.load(std::memory_order_relaxed) > g.host_cpus &&
+      ++t->sharing_total >= kStrictSharingCrowded)
+    return ask_strict(t);
+  const uint64_t w = t->accesses / kStrictWindow;
+  if (w != t->sharing_window) {
+    t->sharing_before = w == t->sharing_window + 1 && t->sharing_run >= kStrictSharing;
+    t->sharing_window = w;
+    t->sharing_run = 0;
+  }
+  if (++t->sharing_run == kStrictSharing && t->sharing_before) ask_strict(t);
+}
+
 // The misses of one access: per-level counts, heap objects, sharing evidence. Out of line so
 // that record()'s hit path stays small.
 __attribute__((noinline)) void record_misses(ThreadState* t, InstructionRecord* s, uint64_t ip,
@@ -835,7 +923,10 @@ __attribute__((noinline)) void record_misses(ThreadState* t, InstructionRecord* 
       note_object(s, hit.serial);
       if (k == 0) keep_missed_words(t, addr);
     }
-    if (o == Outcome::TrueSharing || o == Outcome::FalseSharing) record_sharing(t, ip, lr, o, write);
+    if (o == Outcome::TrueSharing || o == Outcome::FalseSharing) {
+      record_sharing(t, ip, lr, o, write);
+      if (g.parallel_hits && !t->relayed) note_parallel_sharing(t);
+    }
   }
 }
 
@@ -889,6 +980,9 @@ __attribute__((noinline)) void solo_access(ThreadState* t, uintptr_t ret, uintpt
   access(ret, addr, size, write);
 }
 
+bool strict_asked(ThreadState* t);
+void pace(ThreadState* t);
+
 // Entry for every access: cheap checks, then record() with the busy flag up.
 inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
   ThreadState* t = t_state;
@@ -925,6 +1019,13 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
     relay::push(&t->lane, AccessRecord{ret, addr, size, write});
     return;
   }
+  if (__builtin_expect(t->accesses >= t->next_pace, 0) && g.parallel_hits) pace(t);
+  // Parallel mode after contention: this access, and every later one, goes to the relay.
+  if (__builtin_expect(g.strict_after != 0, 0) && t->accesses >= g.strict_after && g.parallel_hits &&
+      g.concurrent.load(std::memory_order_relaxed))
+    ask_strict(t);
+  if (__builtin_expect(g.strict.load(std::memory_order_relaxed) != kStrictNone, 0) && strict_asked(t))
+    return access(ret, addr, size, write);
   t->busy.store(1, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);  // paired with membarrier in finish()
   if (g.state.load(std::memory_order_relaxed) == kRecording) {
@@ -999,6 +1100,110 @@ bool start_relay() {
   return true;
 }
 
+// Parallel mode's pacing. Threads that would run at once on a machine with a core each may take
+// turns on the host (more threads than CPUs, or other processes on them), a time slice of
+// hundreds of thousands of accesses each, and lines they contend for would then miss once per
+// turn: too seldom to ask for strict order before the work is done (the corpus's
+// perthread_malloc_main_t4: no finding in 3 of 4 runs, where strict order finds false sharing in
+// every run). So no thread runs more than kPaceLead accesses ahead of another recorded thread
+// that is runnable but behind (preempted, waiting for a CPU): it gives its CPU up until that one
+// catches up, as a thread of the strict relay waits on a full ring. Threads asleep (a lock, a
+// join, I/O) are not waited for, nor, for kPaceGiveUpNs, is one that did not move while waited
+// for (it runs code that is not recorded) while its count stays put. Looked at every kPaceEvery
+// of the thread's accesses, at the first that is not a memo hit: while threads run at once this
+// costs a load of each other thread's count per look.
+constexpr uint64_t kPaceEvery = uint64_t(1) << 14;
+constexpr uint64_t kPaceLead = uint64_t(1) << 16;
+constexpr uint64_t kPaceGiveUpNs = 2 * 1000 * 1000;
+
+uint64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+__attribute__((noinline)) void pace(ThreadState* t) {
+  const uint64_t mine = t->accesses;
+  t->next_pace = mine + kPaceEvery;
+  if (g.live.load(std::memory_order_relaxed) < 2 ||
+      g.strict.load(std::memory_order_relaxed) != kStrictNone || t_in_runtime)
+    return;
+  Inside in;
+  const uint32_t n = std::min(g.next_index.load(std::memory_order_relaxed), kMaxThreads);
+  uint64_t start = 0;
+  for (int round = 0;; ++round) {
+    ThreadState* behind = nullptr;
+    for (uint32_t i = 0; i < n && behind == nullptr; ++i) {
+      ThreadState* o = g.threads[i].load(std::memory_order_acquire);
+      if (o == nullptr || o == t || o->relayed || o->exited.load(std::memory_order_relaxed))
+        continue;
+      // (Its memo hits count: a thread spinning on a flag of ours catches up at once.)
+      const uint64_t theirs = __atomic_load_n(&o->accesses, __ATOMIC_RELAXED);
+      if (theirs + kPaceLead >= mine) continue;
+      if (i == t->pace_skip && theirs == t->pace_skip_at) continue;
+      if (relay::thread_runnable(int(o->tid))) behind = o;
+    }
+    if (behind == nullptr || g.strict.load(std::memory_order_relaxed) != kStrictNone ||
+        g.state.load(std::memory_order_relaxed) != kRecording)
+      return;
+    const uint64_t now = mono_ns();
+    if (round == 0) start = now;
+    if (now - start > kPaceGiveUpNs) {
+      t->pace_skip = behind->index;
+      t->pace_skip_at = __atomic_load_n(&behind->accesses, __ATOMIC_RELAXED);
+      return;
+    }
+    // Yield first (the thread behind may be waiting for this CPU), then sleep a little (it may
+    // be queued on another CPU, where yielding here does not help it).
+    if (round < 4) {
+      sched_yield();
+    } else {
+      const timespec step{0, 50 * 1000};
+      nanosleep(&step, nullptr);
+    }
+  }
+}
+
+// Parallel mode, strict order asked for (Global::strict), called by a thread of the parallel mode
+// at an access boundary of its own (before an access, or at a synchronisation it makes): starts
+// the relay if nobody has yet, and moves this thread onto a lane of its own. Its core has no
+// access in flight then, so from here on the relay (or a solo grant the relay gives this thread)
+// is the core's only feeder, as for a thread that starts relayed; other threads still parallel
+// simulate their own cores meanwhile, which the simulator's parallel protocol allows (distinct
+// cores at once). Its earlier accesses were simulated before they happened, so none is owed.
+// True when the thread now feeds the relay; false when it stays parallel (the relay could not
+// start, or no lane was left).
+__attribute__((noinline)) bool strict_asked(ThreadState* t) {
+  if (!g.parallel_hits || t->relayed || t->keep_parallel || t_in_runtime ||
+      g.state.load(std::memory_order_relaxed) != kRecording)
+    return false;
+  int st = g.strict.load(std::memory_order_acquire);
+  if (st == kStrictAsked && g.strict.compare_exchange_strong(st, kStrictStarting)) {
+    Inside in;
+    st = relay::start(relay::Client{relay_simulate, relay_retire}, g.relay_knobs) ? kStrictRunning
+                                                                                  : kStrictFailed;
+    g.strict.store(st, std::memory_order_release);
+  }
+  // (Another thread is starting it: a thread creation, a few microseconds.)
+  while (st == kStrictStarting) {
+    sched_yield();
+    st = g.strict.load(std::memory_order_acquire);
+  }
+  if (st != kStrictRunning) return false;
+  Inside in;
+  t_hit = HitPath{};     // no more memo hits of the parallel kind: held hits, once on the lane
+  reuse::thread_done();  // its tracker batch, ahead of what the relay simulates for it
+  if (!relay::open_lane(&t->lane, t, int(t->tid))) {
+    t->keep_parallel = true;
+    enable_parallel_hits(t);
+    return false;
+  }
+  t->self = pthread_self();
+  t->relayed = true;
+  enable_held_hits(t);
+  return true;
+}
+
 // ---- the end: export everything and write the profile ----
 
 template <typename T>
@@ -1051,7 +1256,15 @@ void finish(int term_signal) {
   // wait for that access to end, which cannot happen before we return. A stalled relay is
   // already done: nothing more is simulated, what it never simulated is counted.
   bool relay_done = false;  // the relay stopped: nothing moves in the simulator any more
-  if (g.relay_mode && !relay::on_relay_thread()) {
+  // (Parallel mode: the relay runs once strict order was asked for; a thread starting it now
+  // takes a thread creation's time.)
+  int strict = g.strict.load(std::memory_order_acquire);
+  for (int i = 0; i < 10000 && strict == kStrictStarting; ++i) {
+    sched_yield();
+    strict = g.strict.load(std::memory_order_acquire);
+  }
+  const bool relay_on = g.relay_mode || strict == kStrictRunning;
+  if (relay_on && !relay::on_relay_thread()) {
     ThreadState* self = t_state;
     bool done = relay::stalled();
     if (!done && self != nullptr && self->relayed &&
@@ -1082,7 +1295,8 @@ void finish(int term_signal) {
   // that core's thread simulates again, which an exited or idle thread never does; applied now,
   // so that the counters (invalidations, write-backs) are complete. Only at a normal exit (a
   // drain may allocate: not in a signal handler) with no thread inside the simulator.
-  if (g.parallel && term_signal == 0 && stuck && (t_state == nullptr || !t_state->busy.load())) {
+  if (g.parallel && term_signal == 0 && stuck && (t_state == nullptr || !t_state->busy.load()) &&
+      (!relay_on || relay_done) && strict != kStrictStarting) {
     bool still = true;
     for (uint32_t i = 0; i < nthreads; ++i) still = still && !stuck[i];
     if (still) g.sim->drain_all();
@@ -1194,7 +1408,15 @@ void finish(int term_signal) {
   if (nthreads > 1 && g.concurrent.load(std::memory_order_relaxed) && !g.relay_mode && strings.data) {
     // Why the sharing counts may differ from run to run: no relay put the threads' accesses in
     // turn (WHYMISS_INTERLEAVE=locks, asked for: information; or the relay could not start).
-    if (g.parallel)
+    if (g.parallel && strict == kStrictRunning) {
+      char text[512];
+      std::snprintf(text, sizeof text,
+                    "threads simulated their own accesses in parallel (WHYMISS_INTERLEAVE=parallel, experimental) until thread %u's %s, after about %llu accesses; from then on the relay put them in turn, access by access, as in strict mode (the sharing counted before that depends on how the threads ran)",
+                    g.strict_thread.load(std::memory_order_relaxed),
+                    g.strict_after ? "access count reached WHYMISS_STRICT_AFTER" : "sharing misses",
+                    (unsigned long long)g.strict_at.load(std::memory_order_relaxed));
+      notes[nnotes++] = {strings.add(text), 0};
+    } else if (g.parallel)
       notes[nnotes++] = {strings.add("threads simulated their own accesses in parallel (WHYMISS_INTERLEAVE=parallel, experimental): they interleave in host order, not access by access, so sharing counts depend on how the threads ran"), 0};
     else if (g.no_relay)
       notes[nnotes++] = {strings.add("threads simulated their own accesses under locks (WHYMISS_INTERLEAVE=locks): they interleave in host order, not access by access, so sharing counts depend on how the threads ran"), 0};
@@ -1390,9 +1612,18 @@ uint32_t next_thread_index() noexcept {
 // mark it replaces, so that its own mark covers that wait (chains of read-modify-writes).
 // Not while this thread is inside the runtime (a signal handler's atomics during a push of ours).
 constexpr uint64_t kCalled = uint64_t(1) << 63;  // in sync_before's answer: never in a mark
+// Parallel mode with strict order asked for: a thread that acquires moves onto its lane first
+// (strict_asked), so that its next accesses wait for what a relayed thread released (a thread
+// without a lane has no sync mark and waits for nothing).
+inline void strict_sync(ThreadState* t) {
+  if (__builtin_expect(g.strict.load(std::memory_order_relaxed) != kStrictNone, 0) &&
+      t != nullptr && !t->relayed && !t_in_runtime)
+    strict_asked(t);
+}
 // (errno: depend_on only pushes, and a push preserves it.)
 uint64_t sync_before(uintptr_t addr, bool acquires) noexcept {
   ThreadState* t = t_state;
+  if (acquires) strict_sync(t);
   const uint64_t mark = t_in_runtime ? 0 : sync_mark(t);
   if (mark == 0) return 0;
   std::atomic<uint64_t>& slot = sync_slot(addr);
@@ -1408,6 +1639,7 @@ uint64_t sync_before(uintptr_t addr, bool acquires) noexcept {
 }
 void sync_after(uintptr_t addr) noexcept {
   ThreadState* t = t_state;
+  strict_sync(t);
   if (t_in_runtime || sync_mark(t) == 0) return;
   depend_on(t, sync_slot(addr).load(std::memory_order_relaxed));
 }
@@ -1427,6 +1659,7 @@ void sync_undo(uintptr_t addr, uint64_t before) noexcept {
 // an operation that only releases, or only acquires.
 void release_point(uintptr_t addr) noexcept { sync_before(addr, false); }
 void acquire_point(uintptr_t addr) noexcept {
+  strict_sync(t_state);
   if (t_in_runtime || sync_mark(t_state) == 0) return;
   Inside in;  // errno kept; a signal handler's accesses meanwhile stay out of the ring
   depend_on(t_state, sync_slot(addr).load(std::memory_order_relaxed));
@@ -1435,6 +1668,7 @@ void acquire_point(uintptr_t addr) noexcept {
 // pthread_join returned: the joined thread's accesses come before the joiner's next ones.
 void after_join(pthread_t th) noexcept {
   ThreadState* self = t_state;
+  strict_sync(self);
   if (sync_mark(self) == 0) return;
   // Newest first: a pthread_t may be reused once its thread has been joined.
   // (Threads past the simulated cores are not recorded when each has a core of its own.)
