@@ -105,10 +105,12 @@ struct ThreadState {
   bool sharing_before = false;  // the window before it had kStrictSharing of them
   uint32_t sharing_total = 0;   // while the program had more threads than host CPUs
   // Parallel mode's pacing (see pace()): when this thread looks next; a thread it gave up waiting
-  // for, while that one's access count stays where it was.
+  // for, and that one's access count then; what the others had made when it last looked.
   uint64_t next_pace = 0;
   uint32_t pace_skip = ~0u;
   uint64_t pace_skip_at = 0;
+  static constexpr uint32_t kPaced = 64;  // (parallel mode records at most 64 threads)
+  uint64_t pace_seen[kPaced] = {};        // the others' access counts at this thread's last look
   std::atomic<bool> exited{false};
   bool keep_parallel = false;  // strict order was asked for, but this thread got no lane
   // Threads simulating at once (locks, parallel): what they count for the working set and the
@@ -1100,21 +1102,23 @@ bool start_relay() {
   return true;
 }
 
-// Parallel mode's pacing. Threads that would run at once on a machine with a core each may take
-// turns on the host (more threads than CPUs, or other processes on them), a time slice of
-// hundreds of thousands of accesses each, and lines they contend for would then miss once per
-// turn: too seldom to ask for strict order before the work is done (the corpus's
-// perthread_malloc_main_t4: no finding in 3 of 4 runs, where strict order finds false sharing in
-// every run). So no thread runs more than kPaceLead accesses ahead of another recorded thread
-// that is runnable but behind (preempted, waiting for a CPU): it gives its CPU up until that one
-// catches up, as a thread of the strict relay waits on a full ring. Threads asleep (a lock, a
-// join, I/O) are not waited for, nor, for kPaceGiveUpNs, is one that did not move while waited
-// for (it runs code that is not recorded) while its count stays put. Looked at every kPaceEvery
-// of the thread's accesses, at the first that is not a memo hit: while threads run at once this
-// costs a load of each other thread's count per look.
+// Parallel mode's pacing. With more threads than host CPUs, threads that would run at once on a
+// machine with a core each take turns on the host, a time slice (hundreds of thousands of
+// accesses) each, and a line they contend for then misses once per turn: too seldom to ask for
+// strict order before the work is done (the corpus's perthread_malloc_main_t4, four threads
+// writing counters two to a line: no finding in 3 of 4 runs, where strict order finds false
+// sharing in every run). So, while that many threads live, each looks at the others every
+// kPaceEvery of its accesses: a runnable thread (running or waiting for a CPU, 'R' in /proc) that
+// made under an eighth as many since the last look gets this thread's CPU until it has made a
+// quarter as many, as a thread of the strict relay waits on a full ring while the relay serves the
+// others. Threads asleep (a lock, a join, I/O) are not waited for; nor, once a wait of
+// kPaceGiveUpNs did not bring it that far (it runs code that is not recorded, or misses slowly on
+// another CPU), is that one again until it has made kPaceLead more accesses. With no more threads
+// than CPUs nothing is looked at (other processes on the CPUs can still make threads take turns:
+// then only the rate rule, kStrictSharing, sees contention).
 constexpr uint64_t kPaceEvery = uint64_t(1) << 14;
 constexpr uint64_t kPaceLead = uint64_t(1) << 16;
-constexpr uint64_t kPaceGiveUpNs = 2 * 1000 * 1000;
+constexpr uint64_t kPaceGiveUpNs = 1000 * 1000;  // (the relay's own wait for a runnable lane)
 
 uint64_t mono_ns() {
   timespec ts;
@@ -1123,34 +1127,43 @@ uint64_t mono_ns() {
 }
 
 __attribute__((noinline)) void pace(ThreadState* t) {
-  const uint64_t mine = t->accesses;
-  t->next_pace = mine + kPaceEvery;
-  if (g.live.load(std::memory_order_relaxed) < 2 ||
+  t->next_pace = t->accesses + kPaceEvery;
+  if (g.live.load(std::memory_order_relaxed) <= g.host_cpus ||
       g.strict.load(std::memory_order_relaxed) != kStrictNone || t_in_runtime)
     return;
   Inside in;
-  const uint32_t n = std::min(g.next_index.load(std::memory_order_relaxed), kMaxThreads);
-  uint64_t start = 0;
-  for (int round = 0;; ++round) {
-    ThreadState* behind = nullptr;
-    for (uint32_t i = 0; i < n && behind == nullptr; ++i) {
-      ThreadState* o = g.threads[i].load(std::memory_order_acquire);
-      if (o == nullptr || o == t || o->relayed || o->exited.load(std::memory_order_relaxed))
-        continue;
-      // (Its memo hits count: a thread spinning on a flag of ours catches up at once.)
-      const uint64_t theirs = __atomic_load_n(&o->accesses, __ATOMIC_RELAXED);
-      if (theirs + kPaceLead >= mine) continue;
-      if (i == t->pace_skip && theirs == t->pace_skip_at) continue;
-      if (relay::thread_runnable(int(o->tid))) behind = o;
+  const uint32_t n = std::min(g.next_index.load(std::memory_order_relaxed), ThreadState::kPaced);
+  uint32_t wait_for[ThreadState::kPaced];
+  uint64_t until[ThreadState::kPaced];
+  uint32_t nwait = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    ThreadState* o = g.threads[i].load(std::memory_order_acquire);
+    if (o == nullptr || o == t || o->relayed || o->exited.load(std::memory_order_relaxed)) continue;
+    // (Its memo hits count: a thread spinning on a flag of ours catches up at once.)
+    const uint64_t theirs = __atomic_load_n(&o->accesses, __ATOMIC_RELAXED);
+    const uint64_t moved = theirs - t->pace_seen[i];
+    t->pace_seen[i] = theirs;
+    if (moved >= kPaceEvery / 8) continue;
+    if (i == t->pace_skip && theirs < t->pace_skip_at + kPaceLead) continue;
+    wait_for[nwait] = i;
+    until[nwait++] = theirs + kPaceEvery / 4;
+  }
+  const uint64_t start = nwait ? mono_ns() : 0;
+  for (uint32_t k = 0, round = 0; k < nwait; ++round) {
+    ThreadState* o = g.threads[wait_for[k]].load(std::memory_order_acquire);
+    if (__atomic_load_n(&o->accesses, __ATOMIC_RELAXED) >= until[k] ||
+        o->exited.load(std::memory_order_relaxed) || o->relayed ||
+        (round % 8 == 0 && !relay::thread_runnable(int(o->tid)))) {
+      ++k;  // it caught up, or does not want a CPU: the next one
+      round = 0;
+      continue;
     }
-    if (behind == nullptr || g.strict.load(std::memory_order_relaxed) != kStrictNone ||
+    if (g.strict.load(std::memory_order_relaxed) != kStrictNone ||
         g.state.load(std::memory_order_relaxed) != kRecording)
       return;
-    const uint64_t now = mono_ns();
-    if (round == 0) start = now;
-    if (now - start > kPaceGiveUpNs) {
-      t->pace_skip = behind->index;
-      t->pace_skip_at = __atomic_load_n(&behind->accesses, __ATOMIC_RELAXED);
+    if (mono_ns() - start > kPaceGiveUpNs) {
+      t->pace_skip = wait_for[k];
+      t->pace_skip_at = __atomic_load_n(&o->accesses, __ATOMIC_RELAXED);
       return;
     }
     // Yield first (the thread behind may be waiting for this CPU), then sleep a little (it may
