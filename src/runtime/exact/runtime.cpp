@@ -103,7 +103,7 @@ struct ThreadState {
   uint32_t sharing_run = 0;     // in window `sharing_window` (its accesses / kStrictWindow)
   uint64_t sharing_window = 0;
   bool sharing_before = false;  // the window before it had kStrictSharing of them
-  uint32_t sharing_total = 0;   // while the program had more threads than host CPUs
+  uint32_t sharing_total = 0;   // while it took turns with other threads (see kStrictTurns)
   // Parallel mode's pacing (see pace()): when this thread looks next; a thread it gave up waiting
   // for, and that one's access count then; what the others had made when it last looked.
   uint64_t next_pace = 0;
@@ -111,6 +111,8 @@ struct ThreadState {
   uint64_t pace_skip_at = 0;
   static constexpr uint32_t kPaced = 64;  // (parallel mode records at most 64 threads)
   uint64_t pace_seen[kPaced] = {};        // the others' access counts at this thread's last look
+  uint64_t pace_asleep[kPaced] = {};      // not looked at again before this thread's count is here
+  uint64_t waited_at = 0;                 // its count when it last waited for another (0: never)
   std::atomic<bool> exited{false};
   bool keep_parallel = false;  // strict order was asked for, but this thread got no lane
   // Threads simulating at once (locks, parallel): what they count for the working set and the
@@ -196,10 +198,7 @@ struct Global {
   // WHYMISS_STRICT_AFTER=N (for tests: docs/parallel-sim.md): a thread asks for strict order once
   // it has made N accesses, sharing misses or not. 0 = only on sharing misses.
   uint64_t strict_after = 0;
-  // Recorded threads that have not exited, and the CPUs this process may run on (at init): more
-  // threads than CPUs interleave by the scheduler's time slices (see kStrictSharingCrowded).
-  std::atomic<uint32_t> live{0};
-  uint32_t host_cpus = 1;
+  std::atomic<uint32_t> live{0};  // recorded threads that have not exited
   std::atomic<bool> written{false};  // the profile is on disk (see finish)
   uint32_t policy = 0, inclusive = 1;
   char output[4096] = {};
@@ -227,15 +226,16 @@ enum : int { kStrictNone, kStrictAsked, kStrictStarting, kStrictRunning, kStrict
 // time, for sharing counts host order already gets within 5 % (docs/parallel-sim.md).
 constexpr uint32_t kStrictSharing = 256;
 constexpr uint64_t kStrictWindow = uint64_t(1) << 16;
-// With more live threads than host CPUs, threads that would contend on a machine with a core each
-// mostly take turns on the host, a time slice (milliseconds, hundreds of thousands of accesses)
-// at a time, and a contended line costs one sharing miss per turn, not one per few accesses:
-// four threads incrementing counters in two lines, pairwise (the corpus's
-// perthread_malloc_main_t4), gave 15-16 sharing misses in a run on two vCPUs where strict order
-// counts 3 million. Then a few sharing misses by one thread ask for strict order, whatever the
-// rate. Private work never misses that way (bench/private_threads.c with 4 threads on 2 CPUs
-// stays parallel).
-constexpr uint32_t kStrictSharingCrowded = 4;
+// Threads that take turns on the host's CPUs (more of them runnable than CPUs, or other processes
+// on the CPUs) run a time slice at a time, and a line they would contend for on a machine with a
+// core each misses once per turn, not once per few accesses: four threads writing counters two
+// to a line (the corpus's perthread_malloc_main_t4) gave 15-16 sharing misses in a run on two
+// vCPUs where strict order counts 3 million. So a thread that has had to wait for a preempted one
+// within its last kStrictTurns accesses (pace()) asks for strict order at kStrictSharingInTurns
+// sharing misses, whatever their rate. Private work never misses that way
+// (bench/private_threads.c with 4 and 8 threads on 2 CPUs stays parallel).
+constexpr uint32_t kStrictSharingInTurns = 4;
+constexpr uint64_t kStrictTurns = uint64_t(1) << 18;
 
 thread_local ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
 
@@ -357,8 +357,6 @@ void init() {
   k.parallel = g.parallel;
   if (const char* a = std::getenv("WHYMISS_STRICT_AFTER"); a && g.parallel)
     g.strict_after = std::strtoull(a, nullptr, 10);
-  if (cpu_set_t cpus; sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) > 0)
-    g.host_cpus = uint32_t(CPU_COUNT(&cpus));
   g.parallel_hits = g.parallel && g.one_per_core && k.cores <= 64;
   if (g.parallel_hits) g_held_hits.store(true, std::memory_order_relaxed);
   k.one_thread_per_core = g.one_per_core;
@@ -864,8 +862,8 @@ void ask_strict(ThreadState* t) {
 }
 
 void note_parallel_sharing(ThreadState* t) {
-  if (g.live.load(std::memory_order_relaxed) > g.host_cpus &&
-      ++t->sharing_total >= kStrictSharingCrowded)
+  if (t->waited_at != 0 && t->accesses - t->waited_at < kStrictTurns &&
+      ++t->sharing_total >= kStrictSharingInTurns)
     return ask_strict(t);
   const uint64_t w = t->accesses / kStrictWindow;
   if (w != t->sharing_window) {
@@ -1102,22 +1100,24 @@ bool start_relay() {
   return true;
 }
 
-// Parallel mode's pacing. With more threads than host CPUs, threads that would run at once on a
-// machine with a core each take turns on the host, a time slice (hundreds of thousands of
-// accesses) each, and a line they contend for then misses once per turn: too seldom to ask for
-// strict order before the work is done (the corpus's perthread_malloc_main_t4, four threads
-// writing counters two to a line: no finding in 3 of 4 runs, where strict order finds false
-// sharing in every run). So, while that many threads live, each looks at the others every
-// kPaceEvery of its accesses: a runnable thread (running or waiting for a CPU, 'R' in /proc) that
-// made under an eighth as many since the last look gets this thread's CPU until it has made a
-// quarter as many, as a thread of the strict relay waits on a full ring while the relay serves the
-// others. Threads asleep (a lock, a join, I/O) are not waited for; nor, once a wait of
-// kPaceGiveUpNs did not bring it that far (it runs code that is not recorded, or misses slowly on
-// another CPU), is that one again until it has made kPaceLead more accesses. With no more threads
-// than CPUs nothing is looked at (other processes on the CPUs can still make threads take turns:
-// then only the rate rule, kStrictSharing, sees contention).
+// Parallel mode's pacing. Threads that take turns on the host's CPUs (more runnable threads than
+// CPUs, or other processes on them) would each run a time slice (hundreds of thousands of
+// accesses) while the others wait, and a line they contend for would then miss once per turn:
+// too seldom to ask for strict order before the work is done (the corpus's
+// perthread_malloc_main_t4, four threads writing counters two to a line on two vCPUs: no finding
+// in 3 of 4 runs, where strict order finds false sharing in every run). So each thread looks at
+// the others every kPaceEvery of its accesses: one that made under an eighth as many since the
+// last look and is runnable ('R' in /proc: waiting for a CPU, or running code that is not
+// recorded) gets this thread's CPU until it has made a quarter as many, as a thread of the strict
+// relay waits on a full ring while the relay serves the others. A thread asleep (a lock, a join,
+// I/O) is not waited for, nor looked at in /proc again for kPaceAsleep of this thread's accesses
+// unless it moves; nor, once a wait of kPaceGiveUpNs did not bring it that far (code that is not
+// recorded, or slow misses on another CPU), is that one waited for again until it has made
+// kPaceLead more accesses. While threads run at once a look costs a load of each other thread's
+// count.
 constexpr uint64_t kPaceEvery = uint64_t(1) << 14;
 constexpr uint64_t kPaceLead = uint64_t(1) << 16;
+constexpr uint64_t kPaceAsleep = uint64_t(1) << 18;
 constexpr uint64_t kPaceGiveUpNs = 1000 * 1000;  // (the relay's own wait for a runnable lane)
 
 uint64_t mono_ns() {
@@ -1127,8 +1127,9 @@ uint64_t mono_ns() {
 }
 
 __attribute__((noinline)) void pace(ThreadState* t) {
-  t->next_pace = t->accesses + kPaceEvery;
-  if (g.live.load(std::memory_order_relaxed) <= g.host_cpus ||
+  const uint64_t mine = t->accesses;
+  t->next_pace = mine + kPaceEvery;
+  if (g.live.load(std::memory_order_relaxed) < 2 ||
       g.strict.load(std::memory_order_relaxed) != kStrictNone || t_in_runtime)
     return;
   Inside in;
@@ -1143,17 +1144,26 @@ __attribute__((noinline)) void pace(ThreadState* t) {
     const uint64_t theirs = __atomic_load_n(&o->accesses, __ATOMIC_RELAXED);
     const uint64_t moved = theirs - t->pace_seen[i];
     t->pace_seen[i] = theirs;
-    if (moved >= kPaceEvery / 8) continue;
-    if (i == t->pace_skip && theirs < t->pace_skip_at + kPaceLead) continue;
+    if (moved >= kPaceEvery / 8) {
+      t->pace_asleep[i] = 0;
+      continue;
+    }
+    if (mine < t->pace_asleep[i] || (i == t->pace_skip && theirs < t->pace_skip_at + kPaceLead))
+      continue;
+    if (!relay::thread_runnable(int(o->tid))) {
+      t->pace_asleep[i] = mine + kPaceAsleep;
+      continue;
+    }
     wait_for[nwait] = i;
     until[nwait++] = theirs + kPaceEvery / 4;
   }
+  if (nwait) t->waited_at = mine | 1;  // (0 means never)
   const uint64_t start = nwait ? mono_ns() : 0;
   for (uint32_t k = 0, round = 0; k < nwait; ++round) {
     ThreadState* o = g.threads[wait_for[k]].load(std::memory_order_acquire);
     if (__atomic_load_n(&o->accesses, __ATOMIC_RELAXED) >= until[k] ||
         o->exited.load(std::memory_order_relaxed) || o->relayed ||
-        (round % 8 == 0 && !relay::thread_runnable(int(o->tid)))) {
+        (round % 8 == 7 && !relay::thread_runnable(int(o->tid)))) {
       ++k;  // it caught up, or does not want a CPU: the next one
       round = 0;
       continue;
