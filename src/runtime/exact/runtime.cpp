@@ -1142,8 +1142,12 @@ __attribute__((noinline)) void pace(ThreadState* t) {
     if (o == nullptr || o == t || o->relayed || o->exited.load(std::memory_order_relaxed)) continue;
     // (Its memo hits count: a thread spinning on a flag of ours catches up at once.)
     const uint64_t theirs = __atomic_load_n(&o->accesses, __ATOMIC_RELAXED);
-    const uint64_t moved = theirs - t->pace_seen[i];
+    const uint64_t seen = t->pace_seen[i];
     t->pace_seen[i] = theirs;
+    // (No look at it yet: nothing to compare. A thread that just started, or this thread's first
+    // look, would otherwise take a count since the start for one since the last look.)
+    if (seen == 0) continue;
+    const uint64_t moved = theirs - seen;
     if (moved >= kPaceEvery / 8) {
       t->pace_asleep[i] = 0;
       continue;
