@@ -1115,8 +1115,8 @@ bool start_relay() {
 // recorded, or slow misses on another CPU), is that one waited for again until it has made
 // kPaceLead more accesses. While threads run at once a look costs a load of each other thread's
 // count.
-constexpr uint64_t kPaceEvery = uint64_t(1) << 14;
-constexpr uint64_t kPaceLead = uint64_t(1) << 16;
+constexpr uint64_t kPaceEvery = uint64_t(1) << 16;
+constexpr uint64_t kPaceLead = uint64_t(1) << 18;
 constexpr uint64_t kPaceAsleep = uint64_t(1) << 18;
 constexpr uint64_t kPaceGiveUpNs = 1000 * 1000;  // (the relay's own wait for a runnable lane)
 
