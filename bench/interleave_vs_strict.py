@@ -6,7 +6,8 @@ Runs each program under `whymiss run --mode exact --interleave strict` and `--in
 alternating, `--repeats` times, and prints per program: the top finding of each mode (and in how
 many runs it was that one), the L1 sharing misses (true + false sharing; medians) and their ratio,
 how many parallel runs moved to strict order (docs/parallel-sim.md, "Strict from the first
-contention"), and the median wall times.
+contention"), and the median wall times; then how many parallel runs, one by one, gave strict's
+most common top finding, and where strict itself varied.
 
 Programs: the exact-gcc builds of the three contended workloads (tests/workloads; false sharing
 twice, true sharing, at their integration-test scales) and every threaded program of the
@@ -118,6 +119,21 @@ def main():
     agree = sum(1 for r in rows if r[1].split(" ")[0] == r[4].split(" ")[0])
     print(f"\ntop finding the same in {agree} of {len(rows)} programs (most common of "
           f"{a.repeats} runs each)")
+    # Run by run: each parallel run against strict's most common verdict for that program.
+    runs_ok = runs_all = 0
+    for name, runs in raw.items():
+        tops = [r["top"] for r in runs["strict"] if "error" not in r]
+        if not tops:
+            continue
+        common = max(set(tops), key=tops.count)
+        for r in runs["parallel"]:
+            runs_all += 1
+            runs_ok += r.get("top") == common
+        strict_agree = sum(1 for t in tops if t == common)
+        if strict_agree < len(runs["strict"]):
+            print(f"{name}: strict itself gave its most common verdict in {strict_agree} of "
+                  f"{len(runs['strict'])} runs")
+    print(f"parallel runs with strict's most common top finding: {runs_ok} of {runs_all}")
     if a.json:
         with open(a.json, "x") as f:
             json.dump(raw, f, indent=1)

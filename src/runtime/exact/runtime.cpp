@@ -103,7 +103,7 @@ struct ThreadState {
   uint32_t sharing_run = 0;     // in window `sharing_window` (its accesses / kStrictWindow)
   uint64_t sharing_window = 0;
   bool sharing_before = false;  // the window before it had kStrictSharing of them
-  uint32_t sharing_total = 0;   // while it took turns with other threads (see kStrictTurns)
+  uint32_t sharing_total = 0;   // while threads took turns (see kStrictTurnsNs)
   // Parallel mode's pacing (see pace()): when this thread looks next; a thread it gave up waiting
   // for, and that one's access count then; what the others had made when it last looked.
   uint64_t next_pace = 0;
@@ -112,7 +112,6 @@ struct ThreadState {
   static constexpr uint32_t kPaced = 64;  // (parallel mode records at most 64 threads)
   uint64_t pace_seen[kPaced] = {};        // the others' access counts at this thread's last look
   uint64_t pace_asleep[kPaced] = {};      // not looked at again before this thread's count is here
-  uint64_t waited_at = 0;                 // its count when it last waited for another (0: never)
   std::atomic<bool> exited{false};
   bool keep_parallel = false;  // strict order was asked for, but this thread got no lane
   // Threads simulating at once (locks, parallel): what they count for the working set and the
@@ -199,6 +198,7 @@ struct Global {
   // it has made N accesses, sharing misses or not. 0 = only on sharing misses.
   uint64_t strict_after = 0;
   std::atomic<uint32_t> live{0};  // recorded threads that have not exited
+  std::atomic<uint64_t> waited_ns{0};  // parallel: when a thread last waited for another (pace)
   std::atomic<bool> written{false};  // the profile is on disk (see finish)
   uint32_t policy = 0, inclusive = 1;
   char output[4096] = {};
@@ -230,12 +230,13 @@ constexpr uint64_t kStrictWindow = uint64_t(1) << 16;
 // on the CPUs) run a time slice at a time, and a line they would contend for on a machine with a
 // core each misses once per turn, not once per few accesses: four threads writing counters two
 // to a line (the corpus's perthread_malloc_main_t4) gave 15-16 sharing misses in a run on two
-// vCPUs where strict order counts 3 million. So a thread that has had to wait for a preempted one
-// within its last kStrictTurns accesses (pace()) asks for strict order at kStrictSharingInTurns
-// sharing misses, whatever their rate. Private work never misses that way
-// (bench/private_threads.c with 4 and 8 threads on 2 CPUs stays parallel).
+// vCPUs where strict order counts 3 million. So while threads take turns (some thread had to wait
+// for a preempted one within the last kStrictTurnsNs: pace()), a thread asks for strict order at
+// its kStrictSharingInTurns-th sharing miss, whatever their rate. (The misses fall mostly on the
+// threads waited for, as they resume, not on the ones that waited.) Private work never misses
+// that way (bench/private_threads.c with 4 and 8 threads on 2 CPUs stays parallel).
 constexpr uint32_t kStrictSharingInTurns = 4;
-constexpr uint64_t kStrictTurns = uint64_t(1) << 18;
+constexpr uint64_t kStrictTurnsNs = 10 * 1000 * 1000;
 
 thread_local ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
 
@@ -847,6 +848,12 @@ void note_victim(ThreadState* t, uint64_t line, uint64_t mask, bool serialised) 
 
 // Parallel mode: a sharing miss of this thread's. Enough of them in few accesses ask for strict
 // order (Global::strict); the switch itself happens at each thread's next access (strict_asked).
+uint64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
 void ask_strict(ThreadState* t) {
   if (g.strict.load(std::memory_order_relaxed) != kStrictNone) return;
   uint64_t made = 0;
@@ -862,8 +869,8 @@ void ask_strict(ThreadState* t) {
 }
 
 void note_parallel_sharing(ThreadState* t) {
-  if (t->waited_at != 0 && t->accesses - t->waited_at < kStrictTurns &&
-      ++t->sharing_total >= kStrictSharingInTurns)
+  const uint64_t waited = g.waited_ns.load(std::memory_order_relaxed);
+  if (waited != 0 && mono_ns() - waited < kStrictTurnsNs && ++t->sharing_total >= kStrictSharingInTurns)
     return ask_strict(t);
   const uint64_t w = t->accesses / kStrictWindow;
   if (w != t->sharing_window) {
@@ -1120,12 +1127,6 @@ constexpr uint64_t kPaceLead = uint64_t(1) << 18;
 constexpr uint64_t kPaceAsleep = uint64_t(1) << 18;
 constexpr uint64_t kPaceGiveUpNs = 1000 * 1000;  // (the relay's own wait for a runnable lane)
 
-uint64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
 __attribute__((noinline)) void pace(ThreadState* t) {
   const uint64_t mine = t->accesses;
   t->next_pace = mine + kPaceEvery;
@@ -1161,8 +1162,8 @@ __attribute__((noinline)) void pace(ThreadState* t) {
     wait_for[nwait] = i;
     until[nwait++] = theirs + kPaceEvery / 4;
   }
-  if (nwait) t->waited_at = mine | 1;  // (0 means never)
   const uint64_t start = nwait ? mono_ns() : 0;
+  if (nwait) g.waited_ns.store(start, std::memory_order_relaxed);
   for (uint32_t k = 0, round = 0; k < nwait; ++round) {
     ThreadState* o = g.threads[wait_for[k]].load(std::memory_order_acquire);
     if (__atomic_load_n(&o->accesses, __ATOMIC_RELAXED) >= until[k] ||
