@@ -5,6 +5,7 @@ accesses in host order; their sharing misses ask for strict order, and from then
 them in turn, access by access, as `--interleave strict` does (docs/parallel-sim.md, "Strict from
 the first contention"). Asserts, against a strict run of the same program:
 - the parallel run's report says it moved to strict order;
+- every access is counted once: none dropped, the same total as strict's;
 - the top finding (kind, origin) is the same;
 - its L1 sharing misses (true + false) are at least half of strict's. In host order alone they
   were 5-7 % of strict's on these workloads (a thread holding the line hits while its rival's
@@ -34,18 +35,23 @@ def run(whymiss, argv, mode, tmp):
     sharing = l1["true_sharing"]["total"] + l1["false_sharing"]["total"]
     top = (rep["findings"][0]["kind"], rep["findings"][0]["origin"]) if rep["findings"] else None
     notes = [str(n) for n in rep.get("notes", []) + rep.get("collector_notes", [])]
-    return top, sharing, any(SWITCHED in n for n in notes)
+    counted = (rep["totals"]["accesses"], rep["totals"]["dropped_accesses"])
+    return top, sharing, any(SWITCHED in n for n in notes), counted
 
 
 def main():
     whymiss, argv = sys.argv[1], [a for a in sys.argv[2:] if a != "--args"]  # (check_run's form)
     with tempfile.TemporaryDirectory() as tmp:
-        s_top, s_sharing, s_switched = run(whymiss, argv, "strict", tmp)
-        p_top, p_sharing, p_switched = run(whymiss, argv, "parallel", tmp)
+        s_top, s_sharing, s_switched, s_counted = run(whymiss, argv, "strict", tmp)
+        p_top, p_sharing, p_switched, p_counted = run(whymiss, argv, "parallel", tmp)
     print(f"strict: {s_top}, {s_sharing} L1 sharing misses; parallel: {p_top}, {p_sharing}"
           f" ({p_sharing / max(s_sharing, 1):.1%}), switched: {p_switched}")
     if s_switched or not p_switched:
         print("FAIL: the parallel run must say it moved to strict order, the strict run must not")
+        return 1
+    if p_counted[1] != 0 or p_counted != s_counted:
+        print(f"FAIL: accesses (counted, dropped): strict {s_counted}, parallel {p_counted}: the "
+              "move lost or doubled some")
         return 1
     if s_top is None or s_top[0] not in ("true_sharing", "false_sharing"):
         print(f"FAIL: strict's top finding is {s_top}, not a sharing one: the threads did not contend")

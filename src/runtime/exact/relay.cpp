@@ -159,14 +159,22 @@ bool runnable(Lane* lane) { return thread_runnable(lane->tid); }
 }  // namespace
 
 bool thread_runnable(int tid) noexcept {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  // The path by hand and the file by system calls: program threads call this too (pacing in
+  // parallel mode), where libc's open/read/close are cancellation points and snprintf is not
+  // async-signal-safe.
+  char path[48] = "/proc/self/task/";
+  size_t len = sizeof "/proc/self/task/" - 1;
+  char digits[12];
+  int nd = 0;
+  for (unsigned v = unsigned(tid); nd == 0 || v != 0; v /= 10) digits[nd++] = char('0' + v % 10);
+  while (nd > 0) path[len++] = digits[--nd];
+  std::memcpy(path + len, "/stat", sizeof "/stat");
+  const long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno != ENOENT && errno != ESRCH;
   char buf[256];
-  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  const long n = syscall(SYS_read, int(fd), buf, sizeof buf - 1);
   const int err = errno;
-  close(fd);
+  syscall(SYS_close, int(fd));
   if (n <= 0) return err != ESRCH;
   buf[n] = '\0';
   const char* p = strrchr(buf, ')');  // the command name may contain anything but ends there

@@ -31,7 +31,9 @@
 // position could cost order, never progress.
 //
 // Contract: start() is called by the only thread the program has (or before other threads
-// record). lane functions are called by the lane's owner thread; fence() and push() may wait
+// record), never from an access (it looks up and calls pthread_create); in parallel mode it starts
+// the relay idle, and threads enrol (open_lane) later, each from a point between two accesses of
+// its own. lane functions are called by the lane's owner thread; fence() and push() may wait
 // (spinning, then yielding, then sleeping in 50 us steps) but give up as soon as recording()
 // turns false or the relay is done (stopped, abandoned or stalled). The relay thread runs with
 // every signal blocked, allocates only from the private heap, and calls the client's callbacks
@@ -109,7 +111,8 @@ bool on_relay_thread() noexcept;
 
 // Whether kernel thread `tid` of this process is running or runnable ('R' in
 // /proc/self/task/TID/stat): a thread that is gone is not, an unknown state (no /proc) counts as
-// runnable. A few system calls; errno may change.
+// runnable. Three system calls, made directly (no cancellation point, async-signal-safe); errno
+// may change.
 bool thread_runnable(int tid) noexcept;
 
 // Maps the lane's ring and enrolls it; false when out of memory or lanes.

@@ -98,20 +98,17 @@ struct ThreadState {
   ClearPage clear_pages[kClearPages];
   uint64_t accesses = 0;
   uint64_t misses[profile::kLevels] = {};
-  // Parallel mode: this thread's sharing misses since its access count was `sharing_since`
-  // (see note_parallel_sharing).
+  // Parallel mode: this thread's sharing misses (see note_parallel_sharing).
   uint32_t sharing_run = 0;     // in window `sharing_window` (its accesses / kStrictWindow)
   uint64_t sharing_window = 0;
   bool sharing_before = false;  // the window before it had kStrictSharing of them
   uint32_t sharing_total = 0;   // while threads took turns (see kStrictTurnsNs)
-  // Parallel mode's pacing (see pace()): when this thread looks next; a thread it gave up waiting
-  // for, and that one's access count then; what the others had made when it last looked.
+  // Parallel mode's pacing (see pace()): when this thread looks next, and per other thread.
   uint64_t next_pace = 0;
-  uint32_t pace_skip = ~0u;
-  uint64_t pace_skip_at = 0;
   static constexpr uint32_t kPaced = 64;  // (parallel mode records at most 64 threads)
   uint64_t pace_seen[kPaced] = {};        // the others' access counts at this thread's last look
   uint64_t pace_asleep[kPaced] = {};      // not looked at again before this thread's count is here
+  uint64_t pace_given_up[kPaced] = {};    // not waited for again before its own count is here
   std::atomic<bool> exited{false};
   bool keep_parallel = false;  // strict order was asked for, but this thread got no lane
   // Threads simulating at once (locks, parallel): what they count for the working set and the
@@ -192,8 +189,13 @@ struct Global {
   // "Strict from the first contention"): the relay starts and every thread moves onto a lane of
   // its own at its next access that is not a memo hit, for the rest of the run. kStrict* below.
   std::atomic<int> strict{0};
+  // Parallel mode: the relay thread was started, idle, at the first pthread_create (as in strict
+  // mode, and never from an access: relay::start looks up and calls pthread_create, which an
+  // access made inside dlopen or a signal handler must not), for threads to move to.
+  bool relay_parked = false;
   std::atomic<uint64_t> strict_at{0};  // accesses all threads had made when it was asked for
-  std::atomic<uint32_t> strict_thread{0};  // the thread whose sharing misses asked for it
+  std::atomic<uint32_t> strict_thread{0};  // the thread that asked for it
+  std::atomic<bool> strict_by_sharing{false};  // by its sharing misses (else WHYMISS_STRICT_AFTER)
   // WHYMISS_STRICT_AFTER=N (for tests: docs/parallel-sim.md): a thread asks for strict order once
   // it has made N accesses, sharing misses or not. 0 = only on sharing misses.
   uint64_t strict_after = 0;
@@ -212,15 +214,17 @@ struct Global {
 };
 constinit Global g;
 
-// Global::strict: not asked for; asked for (by a thread's sharing misses); the relay starting;
-// running; or it could not start (threads then stay parallel, in host order).
-enum : int { kStrictNone, kStrictAsked, kStrictStarting, kStrictRunning, kStrictFailed };
+// Global::strict: not asked for (yet); asked for, threads move onto the relay; or no relay to move
+// to (it could not start: threads stay parallel, in host order, and do not pace).
+enum : int { kStrictNone, kStrictRunning, kStrictOff };
 // A parallel thread asks for strict order when two windows of kStrictWindow of its own accesses in
 // a row each hold kStrictSharing of its sharing misses (one in 256 accesses, sustained). In strict
 // order the contended workloads miss on every second to fourth access, and in host order still
-// about one in 16 (a thread holding the line hits while its rival's simulated miss takes a
+// about one in 13 (a thread holding the line hits while its rival's simulated miss takes a
 // microsecond). Private work (bench/private_threads.c) and one-way hand-overs never miss that way
-// (a sharing miss needs a copy this core had and another core took), and `zstd -3 -T2`, whose
+// (a sharing miss needs a copy this core had and another core took; round trips do, once per
+// line and trip: a worker writing a result its main thread reads, in a line main wrote before),
+// and `zstd -3 -T2`, whose
 // threads pass buffers and a job queue, misses one in 30,000 overall but 16 in 64 Ki accesses at
 // its start: one in 4096, or one window, moved it to strict order for the whole run at 1.1x the
 // time, for sharing counts host order already gets within 5 % (docs/parallel-sim.md).
@@ -317,6 +321,7 @@ void thread_exit(void* p);
 void after_fork_child();
 void finish(int term_signal);
 bool start_relay();
+void park_relay();
 
 void init() {
   int expected = kOff;
@@ -397,6 +402,7 @@ void init() {
   }
   g.relay_mode = threaded && start_relay();
   if (g.relay_mode) g.sim->set_concurrent(false);  // the relay is the simulator's only caller
+  if (threaded && g.parallel_hits) park_relay();
   g.nlevels = geo.levels.size();
   while ((1u << g.line_shift) < geo.line()) ++g.line_shift;
   g.l1_sets = geo.levels[0].sets();
@@ -854,31 +860,32 @@ uint64_t mono_ns() {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-void ask_strict(ThreadState* t) {
-  if (g.strict.load(std::memory_order_relaxed) != kStrictNone) return;
+void ask_strict(ThreadState* t, bool by_sharing) {
+  if (g.strict.load(std::memory_order_relaxed) != kStrictNone || !g.relay_parked) return;
   uint64_t made = 0;
   const uint32_t n = std::min(g.next_index.load(std::memory_order_relaxed), kMaxThreads);
   for (uint32_t i = 0; i < n; ++i)
     if (ThreadState* o = g.threads[i].load(std::memory_order_acquire))
       made += __atomic_load_n(&o->accesses, __ATOMIC_RELAXED);
   int none = kStrictNone;
-  if (g.strict.compare_exchange_strong(none, kStrictAsked, std::memory_order_acq_rel)) {
-    g.strict_at.store(made, std::memory_order_relaxed);
+  if (g.strict.compare_exchange_strong(none, kStrictRunning, std::memory_order_acq_rel)) {
+    g.strict_at.store(made, std::memory_order_relaxed);  // (for the note, read by finish())
     g.strict_thread.store(t->index, std::memory_order_relaxed);
+    g.strict_by_sharing.store(by_sharing, std::memory_order_relaxed);
   }
 }
 
 void note_parallel_sharing(ThreadState* t) {
   const uint64_t waited = g.waited_ns.load(std::memory_order_relaxed);
   if (waited != 0 && mono_ns() - waited < kStrictTurnsNs && ++t->sharing_total >= kStrictSharingInTurns)
-    return ask_strict(t);
+    return ask_strict(t, true);
   const uint64_t w = t->accesses / kStrictWindow;
   if (w != t->sharing_window) {
     t->sharing_before = w == t->sharing_window + 1 && t->sharing_run >= kStrictSharing;
     t->sharing_window = w;
     t->sharing_run = 0;
   }
-  if (++t->sharing_run == kStrictSharing && t->sharing_before) ask_strict(t);
+  if (++t->sharing_run == kStrictSharing && t->sharing_before) ask_strict(t, true);
 }
 
 // The misses of one access: per-level counts, heap objects, sharing evidence. Out of line so
@@ -1030,8 +1037,9 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
   // Parallel mode after contention: this access, and every later one, goes to the relay.
   if (__builtin_expect(g.strict_after != 0, 0) && t->accesses >= g.strict_after && g.parallel_hits &&
       g.concurrent.load(std::memory_order_relaxed))
-    ask_strict(t);
-  if (__builtin_expect(g.strict.load(std::memory_order_relaxed) != kStrictNone, 0) && strict_asked(t))
+    ask_strict(t, false);
+  if (__builtin_expect(g.strict.load(std::memory_order_relaxed) == kStrictRunning, 0) &&
+      strict_asked(t))
     return access(ret, addr, size, write);
   t->busy.store(1, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);  // paired with membarrier in finish()
@@ -1140,7 +1148,7 @@ __attribute__((noinline)) void pace(ThreadState* t) {
   uint32_t nwait = 0;
   for (uint32_t i = 0; i < n; ++i) {
     ThreadState* o = g.threads[i].load(std::memory_order_acquire);
-    if (o == nullptr || o == t || o->relayed || o->exited.load(std::memory_order_relaxed)) continue;
+    if (o == nullptr || o == t || o->exited.load(std::memory_order_relaxed)) continue;
     // (Its memo hits count: a thread spinning on a flag of ours catches up at once.)
     const uint64_t theirs = __atomic_load_n(&o->accesses, __ATOMIC_RELAXED);
     const uint64_t seen = t->pace_seen[i];
@@ -1153,8 +1161,7 @@ __attribute__((noinline)) void pace(ThreadState* t) {
       t->pace_asleep[i] = 0;
       continue;
     }
-    if (mine < t->pace_asleep[i] || (i == t->pace_skip && theirs < t->pace_skip_at + kPaceLead))
-      continue;
+    if (mine < t->pace_asleep[i] || theirs < t->pace_given_up[i]) continue;
     if (!relay::thread_runnable(int(o->tid))) {
       t->pace_asleep[i] = mine + kPaceAsleep;
       continue;
@@ -1163,11 +1170,10 @@ __attribute__((noinline)) void pace(ThreadState* t) {
     until[nwait++] = theirs + kPaceEvery / 4;
   }
   const uint64_t start = nwait ? mono_ns() : 0;
-  if (nwait) g.waited_ns.store(start, std::memory_order_relaxed);
   for (uint32_t k = 0, round = 0; k < nwait; ++round) {
     ThreadState* o = g.threads[wait_for[k]].load(std::memory_order_acquire);
     if (__atomic_load_n(&o->accesses, __ATOMIC_RELAXED) >= until[k] ||
-        o->exited.load(std::memory_order_relaxed) || o->relayed ||
+        o->exited.load(std::memory_order_relaxed) ||
         (round % 8 == 7 && !relay::thread_runnable(int(o->tid)))) {
       ++k;  // it caught up, or does not want a CPU: the next one
       round = 0;
@@ -1175,61 +1181,73 @@ __attribute__((noinline)) void pace(ThreadState* t) {
     }
     if (g.strict.load(std::memory_order_relaxed) != kStrictNone ||
         g.state.load(std::memory_order_relaxed) != kRecording)
-      return;
-    if (mono_ns() - start > kPaceGiveUpNs) {
-      t->pace_skip = wait_for[k];
-      t->pace_skip_at = __atomic_load_n(&o->accesses, __ATOMIC_RELAXED);
+      return;  // (moving to strict order, or finishing: no more waits)
+    const uint64_t now = mono_ns();
+    if (now - start > kPaceGiveUpNs) {  // this one, and the rest of the list, not for a while
+      for (; k < nwait; ++k) {
+        ThreadState* r = g.threads[wait_for[k]].load(std::memory_order_acquire);
+        t->pace_given_up[wait_for[k]] = __atomic_load_n(&r->accesses, __ATOMIC_RELAXED) + kPaceLead;
+      }
       return;
     }
+    g.waited_ns.store(now, std::memory_order_relaxed);  // threads take turns (kStrictTurnsNs)
     // Yield first (the thread behind may be waiting for this CPU), then sleep a little (it may
-    // be queued on another CPU, where yielding here does not help it).
+    // be queued on another CPU, where yielding here does not help it). No libc call that is a
+    // cancellation point (a program may cancel this thread): sched_yield is none, and the sleep
+    // is the system call itself.
     if (round < 4) {
       sched_yield();
     } else {
       const timespec step{0, 50 * 1000};
-      nanosleep(&step, nullptr);
+      syscall(SYS_nanosleep, &step, nullptr);
     }
   }
 }
 
 // Parallel mode, strict order asked for (Global::strict), called by a thread of the parallel mode
-// at an access boundary of its own (before an access, or at a synchronisation it makes): starts
-// the relay if nobody has yet, and moves this thread onto a lane of its own. Its core has no
+// at an access boundary of its own (before an access, or at a synchronisation it makes): moves it
+// onto a lane of its own on the relay, parked since the first pthread_create. Its core has no
 // access in flight then, so from here on the relay (or a solo grant the relay gives this thread)
 // is the core's only feeder, as for a thread that starts relayed; other threads still parallel
 // simulate their own cores meanwhile, which the simulator's parallel protocol allows (distinct
 // cores at once). Its earlier accesses were simulated before they happened, so none is owed.
-// True when the thread now feeds the relay; false when it stays parallel (the relay could not
-// start, or no lane was left).
+// True when the thread now feeds the relay; false when it stays parallel (no lane was left, or
+// it is past its exit: instrumented code after our key destructor). Never waits. `busy` is up
+// while it moves, so that finish() waits for the move, and Inside from the first check on, so
+// that a signal handler's accesses meanwhile are dropped instead of moving it a second time.
 __attribute__((noinline)) bool strict_asked(ThreadState* t) {
-  if (!g.parallel_hits || t->relayed || t->keep_parallel || t_in_runtime ||
-      g.state.load(std::memory_order_relaxed) != kRecording)
-    return false;
-  int st = g.strict.load(std::memory_order_acquire);
-  if (st == kStrictAsked && g.strict.compare_exchange_strong(st, kStrictStarting)) {
-    Inside in;
-    st = relay::start(relay::Client{relay_simulate, relay_retire}, g.relay_knobs) ? kStrictRunning
-                                                                                  : kStrictFailed;
-    g.strict.store(st, std::memory_order_release);
-  }
-  // (Another thread is starting it: a thread creation, a few microseconds.)
-  while (st == kStrictStarting) {
-    sched_yield();
-    st = g.strict.load(std::memory_order_acquire);
-  }
-  if (st != kStrictRunning) return false;
+  if (t_in_runtime) return false;
   Inside in;
-  t_hit = HitPath{};     // no more memo hits of the parallel kind: held hits, once on the lane
-  reuse::thread_done();  // its tracker batch, ahead of what the relay simulates for it
-  if (!relay::open_lane(&t->lane, t, int(t->tid))) {
-    t->keep_parallel = true;
-    enable_parallel_hits(t);
+  if (!g.parallel_hits || t->relayed || t->keep_parallel || t->exited.load(std::memory_order_relaxed) ||
+      g.strict.load(std::memory_order_acquire) != kStrictRunning)
     return false;
+  t->busy.store(1, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // paired with membarrier in finish()
+  bool moved = false;
+  if (g.state.load(std::memory_order_relaxed) == kRecording) {
+    t_hit = HitPath{};     // no more memo hits of the parallel kind: held hits, once on the lane
+    reuse::thread_done();  // its tracker batch, ahead of what the relay simulates for it
+    if (relay::open_lane(&t->lane, t, int(t->tid))) {
+      t->self = pthread_self();
+      t->relayed = true;
+      enable_held_hits(t);
+      moved = true;
+    } else {
+      t->keep_parallel = true;
+      enable_parallel_hits(t);
+    }
   }
-  t->self = pthread_self();
-  t->relayed = true;
-  enable_held_hits(t);
-  return true;
+  t->busy.store(0, std::memory_order_release);
+  return moved;
+}
+
+// Parallel mode: starts the relay thread, idle until threads move to it (Global::relay_parked).
+// Called where start_relay() would be in strict mode: at init when other threads exist, or in the
+// first pthread_create, while the process has one recording thread.
+void park_relay() {
+  Inside in;
+  g.relay_parked = relay::start(relay::Client{relay_simulate, relay_retire}, g.relay_knobs);
+  if (!g.relay_parked) g.strict.store(kStrictOff, std::memory_order_relaxed);
 }
 
 // ---- the end: export everything and write the profile ----
@@ -1284,14 +1302,9 @@ void finish(int term_signal) {
   // wait for that access to end, which cannot happen before we return. A stalled relay is
   // already done: nothing more is simulated, what it never simulated is counted.
   bool relay_done = false;  // the relay stopped: nothing moves in the simulator any more
-  // (Parallel mode: the relay runs once strict order was asked for; a thread starting it now
-  // takes a thread creation's time.)
-  int strict = g.strict.load(std::memory_order_acquire);
-  for (int i = 0; i < 10000 && strict == kStrictStarting; ++i) {
-    sched_yield();
-    strict = g.strict.load(std::memory_order_acquire);
-  }
-  const bool relay_on = g.relay_mode || strict == kStrictRunning;
+  // (Parallel mode: the relay parked at the first pthread_create, moved to or not.)
+  const int strict = g.strict.load(std::memory_order_acquire);
+  const bool relay_on = g.relay_mode || g.relay_parked;
   if (relay_on && !relay::on_relay_thread()) {
     ThreadState* self = t_state;
     bool done = relay::stalled();
@@ -1322,11 +1335,16 @@ void finish(int term_signal) {
   // Parallel mode: what other cores' accesses did to a core's copies waits in its inbox until
   // that core's thread simulates again, which an exited or idle thread never does; applied now,
   // so that the counters (invalidations, write-backs) are complete. Only at a normal exit (a
-  // drain may allocate: not in a signal handler) with no thread inside the simulator.
+  // drain may allocate: not in a signal handler) with no thread inside the simulator: none stuck
+  // mid-access, none inside an access of its own on a relay's loan (lane.busy: this thread, if
+  // finish() interrupted its own, or the owner a stalled relay gave up on), and the relay stopped.
   if (g.parallel && term_signal == 0 && stuck && (t_state == nullptr || !t_state->busy.load()) &&
-      (!relay_on || relay_done) && strict != kStrictStarting) {
+      (!relay_on || (relay_done && !relay::stalled()))) {
     bool still = true;
-    for (uint32_t i = 0; i < nthreads; ++i) still = still && !stuck[i];
+    for (uint32_t i = 0; i < nthreads; ++i) {
+      const ThreadState* t = g.threads[i].load(std::memory_order_acquire);
+      still = still && !stuck[i] && !(t && t->relayed && t->lane.busy.load(std::memory_order_acquire));
+    }
     if (still) g.sim->drain_all();
   }
   auto* threads = alloc_array<profile::ThreadRecord>(nthreads);
@@ -1436,12 +1454,14 @@ void finish(int term_signal) {
   if (nthreads > 1 && g.concurrent.load(std::memory_order_relaxed) && !g.relay_mode && strings.data) {
     // Why the sharing counts may differ from run to run: no relay put the threads' accesses in
     // turn (WHYMISS_INTERLEAVE=locks, asked for: information; or the relay could not start).
-    if (g.parallel && strict == kStrictRunning) {
+    if (g.parallel && strict == kStrictRunning) {  // (threads that got no lane stayed parallel)
       char text[512];
       std::snprintf(text, sizeof text,
                     "threads simulated their own accesses in parallel (WHYMISS_INTERLEAVE=parallel, experimental) until thread %u's %s, after about %llu accesses; from then on the relay put them in turn, access by access, as in strict mode (the sharing counted before that depends on how the threads ran)",
                     g.strict_thread.load(std::memory_order_relaxed),
-                    g.strict_after ? "access count reached WHYMISS_STRICT_AFTER" : "sharing misses",
+                    g.strict_by_sharing.load(std::memory_order_relaxed)
+                        ? "sharing misses"
+                        : "access count reached WHYMISS_STRICT_AFTER",
                     (unsigned long long)g.strict_at.load(std::memory_order_relaxed));
       notes[nnotes++] = {strings.add(text), 0};
     } else if (g.parallel)
@@ -1623,6 +1643,7 @@ uint32_t next_thread_index() noexcept {
     if (g.parallel_hits) {  // (drop_hit_path cleared it: the memo hits go on, in parallel style)
       g_held_hits.store(true, std::memory_order_relaxed);
       if (ThreadState* self = t_state) enable_parallel_hits(self);
+      park_relay();
     }
     g.concurrent.store(true, std::memory_order_release);
   }
@@ -1644,7 +1665,7 @@ constexpr uint64_t kCalled = uint64_t(1) << 63;  // in sync_before's answer: nev
 // (strict_asked), so that its next accesses wait for what a relayed thread released (a thread
 // without a lane has no sync mark and waits for nothing).
 inline void strict_sync(ThreadState* t) {
-  if (__builtin_expect(g.strict.load(std::memory_order_relaxed) != kStrictNone, 0) &&
+  if (__builtin_expect(g.strict.load(std::memory_order_relaxed) == kStrictRunning, 0) &&
       t != nullptr && !t->relayed && !t_in_runtime)
     strict_asked(t);
 }
