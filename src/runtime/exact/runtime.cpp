@@ -178,11 +178,11 @@ struct Global {
   // fallback when the relay cannot start), so threads interleave in host order, not access by
   // access.
   bool no_relay = false;
-  // WHYMISS_INTERLEAVE=parallel (experimental; docs/parallel-sim.md, step 4): no relay either,
-  // but the simulator's parallel protocol (sim::Knobs::parallel: cross-core effects are messages,
-  // a core's private levels take no lock) with one thread per simulated core, at most 64, and
-  // each thread taking its own memo hits (hit_path.h, parallel_hit). Threads interleave in host
-  // order, as with locks.
+  // WHYMISS_INTERLEAVE=parallel (experimental; docs/parallel-sim.md, step 4): threads simulate
+  // inline too (the relay idles until they contend: `strict` below), but with the simulator's
+  // parallel protocol (sim::Knobs::parallel: cross-core effects are messages, a core's private
+  // levels take no lock), one thread per simulated core, at most 64, and each thread taking its
+  // own memo hits (hit_path.h, parallel_hit). Threads interleave in host order, as with locks.
   bool parallel = false;
   bool parallel_hits = false;  // parallel, and the simulator is lock-free (one thread per core)
   // Parallel mode's move to strict order once threads contend for lines (docs/parallel-sim.md,
