@@ -148,7 +148,9 @@ inline bool parallel_hit(HitPath& h, uintptr_t ip, uintptr_t addr, uint32_t size
   h.busy->store(1, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   bool hit = false;
-  if (g_held_hits.load(std::memory_order_relaxed)) {
+  // (h.lane set: a signal handler's access before `busy` went up moved the thread onto the relay,
+  // which feeds its core from now on.)
+  if (g_held_hits.load(std::memory_order_relaxed) && h.lane == nullptr) {
     profile::InstructionRecord* s = h.ips->find_hot(ip - 1);
     if (s != nullptr && h.memo->try_hit(addr, size, write)) {
       alog::append_own(addr, size, write, h.thread);

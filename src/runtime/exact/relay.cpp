@@ -646,7 +646,7 @@ bool stop(unsigned timeout_ms) noexcept {
   for (unsigned waited_us = 0; !s.done.load(std::memory_order_acquire); waited_us += 100) {
     if (waited_us >= timeout_ms * 1000u) break;
     wake();
-    nanosleep(&step, nullptr);
+    syscall(SYS_nanosleep, &step, nullptr);  // (not libc's: a cancellation point in an exit)
   }
   errno = saved;
   return s.done.load(std::memory_order_acquire);

@@ -195,7 +195,8 @@ struct Global {
   bool relay_parked = false;
   std::atomic<uint64_t> strict_at{0};  // accesses all threads had made when it was asked for
   std::atomic<uint32_t> strict_thread{0};  // the thread that asked for it
-  std::atomic<bool> strict_by_sharing{false};  // by its sharing misses (else WHYMISS_STRICT_AFTER)
+  std::atomic<bool> strict_by_sharing{false};
+  std::atomic<uint32_t> moved{0};  // threads moved (or started) onto the relay after that  // by its sharing misses (else WHYMISS_STRICT_AFTER)
   // WHYMISS_STRICT_AFTER=N (for tests: docs/parallel-sim.md): a thread asks for strict order once
   // it has made N accesses, sharing misses or not. 0 = only on sharing misses.
   uint64_t strict_after = 0;
@@ -561,6 +562,7 @@ ThreadState* attach_thread() {
       return nullptr;  // (its ThreadState is not reused: rare, and small)
     }
     enable_held_hits(t);
+    if (!g.relay_mode) g.moved.fetch_add(1, std::memory_order_relaxed);
     t->self = pthread_self();
     // Its creator's accesses before pthread_create come first (they may still be queued).
     depend_on(t, g.parent_mark[index].load(std::memory_order_relaxed));
@@ -1043,6 +1045,12 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
     return access(ret, addr, size, write);
   t->busy.store(1, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);  // paired with membarrier in finish()
+  // (A signal handler's access before `busy` went up may have moved this thread onto the relay:
+  // the relay is its core's feeder now, so this access goes there too.)
+  if (__builtin_expect(t->relayed, 0)) {
+    t->busy.store(0, std::memory_order_release);
+    return access(ret, addr, size, write);
+  }
   if (g.state.load(std::memory_order_relaxed) == kRecording) {
     inside(t, [&] { record(t, ret ? ret - 1 : 0, addr, size, write); });
   }
@@ -1218,8 +1226,10 @@ __attribute__((noinline)) void pace(ThreadState* t) {
 __attribute__((noinline)) bool strict_asked(ThreadState* t) {
   if (t_in_runtime) return false;
   Inside in;
+  // (`busy` already up: a signal handler's access interrupted one of this thread's own, inline or
+  // a memo hit, on its core; the thread moves at its next access instead.)
   if (!g.parallel_hits || t->relayed || t->keep_parallel || t->exited.load(std::memory_order_relaxed) ||
-      g.strict.load(std::memory_order_acquire) != kStrictRunning)
+      t->busy.load(std::memory_order_relaxed) || g.strict.load(std::memory_order_acquire) != kStrictRunning)
     return false;
   t->busy.store(1, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);  // paired with membarrier in finish()
@@ -1231,6 +1241,7 @@ __attribute__((noinline)) bool strict_asked(ThreadState* t) {
       t->self = pthread_self();
       t->relayed = true;
       enable_held_hits(t);
+      g.moved.fetch_add(1, std::memory_order_relaxed);
       moved = true;
     } else {
       t->keep_parallel = true;
@@ -1275,7 +1286,7 @@ void finish(int term_signal) {
     if (expected == kFinished && !nested) {
       const timespec step{0, 1000 * 1000};
       for (int i = 0; i < 10000 && !g.written.load(std::memory_order_acquire); ++i)
-        nanosleep(&step, nullptr);
+        syscall(SYS_nanosleep, &step, nullptr);  // (no cancellation point: see pace)
     }
     return;
   }
@@ -1454,7 +1465,7 @@ void finish(int term_signal) {
   if (nthreads > 1 && g.concurrent.load(std::memory_order_relaxed) && !g.relay_mode && strings.data) {
     // Why the sharing counts may differ from run to run: no relay put the threads' accesses in
     // turn (WHYMISS_INTERLEAVE=locks, asked for: information; or the relay could not start).
-    if (g.parallel && strict == kStrictRunning) {  // (threads that got no lane stayed parallel)
+    if (g.parallel && strict == kStrictRunning && g.moved.load(std::memory_order_relaxed) != 0) {  // (threads that got no lane stayed parallel)
       char text[512];
       std::snprintf(text, sizeof text,
                     "threads simulated their own accesses in parallel (WHYMISS_INTERLEAVE=parallel, experimental) until thread %u's %s, after about %llu accesses; from then on the relay put them in turn, access by access, as in strict mode (the sharing counted before that depends on how the threads ran)",
