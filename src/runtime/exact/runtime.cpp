@@ -195,8 +195,8 @@ struct Global {
   bool relay_parked = false;
   std::atomic<uint64_t> strict_at{0};  // accesses all threads had made when it was asked for
   std::atomic<uint32_t> strict_thread{0};  // the thread that asked for it
-  std::atomic<bool> strict_by_sharing{false};
-  std::atomic<uint32_t> moved{0};  // threads moved (or started) onto the relay after that  // by its sharing misses (else WHYMISS_STRICT_AFTER)
+  std::atomic<bool> strict_by_sharing{false};  // by its sharing misses (else WHYMISS_STRICT_AFTER)
+  std::atomic<uint32_t> moved{0};  // threads moved (or started) onto the relay after that
   // WHYMISS_STRICT_AFTER=N (for tests: docs/parallel-sim.md): a thread asks for strict order once
   // it has made N accesses, sharing misses or not. 0 = only on sharing misses.
   uint64_t strict_after = 0;
@@ -290,11 +290,13 @@ thread_local bool t_unrecorded __attribute__((tls_model("initial-exec"))) = fals
 thread_local uint32_t t_preassigned __attribute__((tls_model("initial-exec"))) = 0;  // index + 1
 thread_local bool t_finishing __attribute__((tls_model("initial-exec"))) = false;  // in finish()
 
-uint64_t now_ns() {
+uint64_t clock_ns(clockid_t clock) {
   timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
+  clock_gettime(clock, &ts);
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
+uint64_t now_ns() { return clock_ns(CLOCK_REALTIME); }
+uint64_t mono_ns() { return clock_ns(CLOCK_MONOTONIC); }  // (pacing's waits)
 
 struct Inside : InsideScope {
   Inside() : InsideScope(t_in_runtime) {}
@@ -856,12 +858,6 @@ void note_victim(ThreadState* t, uint64_t line, uint64_t mask, bool serialised) 
 
 // Parallel mode: a sharing miss of this thread's. Enough of them in few accesses ask for strict
 // order (Global::strict); the switch itself happens at each thread's next access (strict_asked).
-uint64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
 void ask_strict(ThreadState* t, bool by_sharing) {
   if (g.strict.load(std::memory_order_relaxed) != kStrictNone || !g.relay_parked) return;
   uint64_t made = 0;
