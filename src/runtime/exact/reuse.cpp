@@ -1,5 +1,6 @@
 #include "runtime/exact/reuse.h"
 
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "runtime/common/heap.h"
@@ -203,8 +205,14 @@ struct State {
   uint32_t* slots = nullptr;
   Histogram* per_ip = nullptr;
   uint32_t ip_cap = 0, nips = 0, max_ips = 0;
-  uint64_t last_ip = ~uint64_t(0);
-  Histogram* last_hist = nullptr;
+  // The instructions seen lately, direct-mapped (ip + 1 -> its histogram, or none when the table
+  // was full at its first access): one compare per access. Replaces a look at the last one only,
+  // which a program's interleaved instructions missed on most accesses, each miss a probe whose
+  // length the branch predictor could not learn.
+  struct Hot {
+    uint64_t key = 0;
+    Histogram* h = nullptr;
+  } hot[64];
   bool popcnt = false;
 };
 State g;
@@ -245,6 +253,10 @@ Feed g_feed;
 Drain g_drain;
 constexpr uint32_t kEvents = 4096;  // per buffer: 64 KiB, ~0.1-0.2 ms of the worker's time
 constexpr uint32_t kBuffers = 8;
+// The producer wakes a sleeping worker once this many buffers wait, not at every one: a worker
+// faster than the program sleeps after each buffer, and a wake (a system call) per buffer was
+// 3 % of lz4's simulating thread. The rest of the buffers are the worker's time to wake.
+constexpr uint32_t kWakeAt = 4;
 constexpr uint64_t kSwitch = uint64_t(1) << 63;  // a half switch (half_switch): `half` alone
 constexpr uint64_t kSpans = uint64_t(1) << 62;   // the access spans both halves of its line
 
@@ -268,8 +280,7 @@ std::atomic<uint32_t> g_batches_used{0};
 constinit thread_local Batch* t_batch __attribute__((tls_model("initial-exec"))) = nullptr;
 Batch* const kNoBatch = reinterpret_cast<Batch*>(uintptr_t(1));  // the pool ran out
 
-Histogram* histogram_of(uint64_t ip) {
-  if (ip == g.last_ip) return g.last_hist;
+__attribute__((noinline)) Histogram* histogram_lookup(uint64_t ip) {
   Histogram* h = nullptr;
   uint32_t i = uint32_t((ip * 0x9E3779B97F4A7C15ull) >> 40) & (g.ip_cap - 1);
   for (; g.ips[i] != 0; i = (i + 1) & (g.ip_cap - 1))
@@ -282,9 +293,15 @@ Histogram* histogram_of(uint64_t ip) {
     g.slots[i] = g.nips;
     h = &g.per_ip[g.nips++];
   }
-  g.last_ip = ip;
-  g.last_hist = h;
   return h;
+}
+
+inline Histogram* histogram_of(uint64_t ip) {
+  State::Hot& c = g.hot[(ip * 0x9E3779B97F4A7C15ull) >> 58];
+  if (__builtin_expect(c.key == ip + 1, 1)) return c.h;
+  c.key = ip + 1;
+  c.h = histogram_lookup(ip);
+  return c.h;
 }
 
 template <typename T>
@@ -378,7 +395,16 @@ __attribute__((target("popcnt"), noinline)) void apply_popcnt(const Event* e, ui
   apply_events<true>(e, n);
 }
 __attribute__((noinline)) void apply_plain(const Event* e, uint32_t n) { apply_events<false>(e, n); }
+#ifdef WHYMISS_REUSE_DUMP
+// A debugging build's copy of every event applied, in order, to the file $WHYMISS_MRC_DUMP names
+// (created, never replaced), for tests/runtime_heap/reuse_bench.cpp --events: the tracker's work
+// on a real program's stream, timed alone. Not in release builds.
+int g_dump_fd = -1;
+#endif
 inline void apply(const Event* e, uint32_t n) {
+#ifdef WHYMISS_REUSE_DUMP
+  if (g_dump_fd >= 0 && write(g_dump_fd, e, sizeof(Event) * n) != ssize_t(sizeof(Event) * n)) g_dump_fd = -1;
+#endif
   if (g.popcnt) apply_popcnt(e, n);
   else apply_plain(e, n);
 }
@@ -408,11 +434,12 @@ __attribute__((noinline)) void publish(uint64_t h) {
   const int saved = errno;  // (a program thread)
   g_feed.head.store(h, std::memory_order_seq_cst);
   if (getpid() == g_feed.pid) {
-    if (h - g_drain.tail.load(std::memory_order_acquire) >= kBuffers) {
+    const uint64_t queued = h - g_drain.tail.load(std::memory_order_acquire);
+    if (queued >= kBuffers) {
       g.lock.lock();
       apply_queued(h, kBuffers - 1);
       g.lock.unlock();
-    } else {
+    } else if (queued >= kWakeAt) {
       wake_worker();
     }
   }
@@ -514,6 +541,10 @@ void half_knob(const char* env, Knobs* k) noexcept {
 }
 
 bool start(unsigned line_shift, const Knobs& k) {
+#ifdef WHYMISS_REUSE_DUMP
+  if (const char* path = getenv("WHYMISS_MRC_DUMP"))
+    g_dump_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+#endif
   g.line_shift = line_shift;
   g.max_ips = k.max_instructions;
   g.ip_cap = 1;
@@ -522,6 +553,7 @@ bool start(unsigned line_shift, const Knobs& k) {
   g.ips = alloc_zeroed<uint64_t>(g.ip_cap);
   g.slots = alloc_zeroed<uint32_t>(g.ip_cap);
   g.per_ip = alloc_zeroed<Histogram>(k.max_instructions);
+  for (State::Hot& c : g.hot) c = State::Hot{};
   __builtin_cpu_init();
   g.popcnt = __builtin_cpu_supports("popcnt");
   // x86-64 user addresses have 47 bits (48 with the top half's kernel space excluded).
