@@ -7,8 +7,9 @@
  * timer's signals mostly land there and the handler's accesses are the thread's next ones: the
  * move to strict order is then often made from inside the handler) with a pass over an array of
  * its own. The handler, installed for the whole process with an ITIMER_PROF of 100 us, writes a
- * few words of a global array. Afterwards the main thread redoes every worker's computation
- * itself and compares: a runtime that lost or corrupted the program's state would show there.
+ * few words of a global array and checks that errno survived them. Afterwards the main thread
+ * redoes every worker's computation itself and compares: a runtime that lost or corrupted the
+ * program's state would show there.
  *
  * Output: "signal_move ok checksum=N" and exit 0; "signal_move FAIL: ..." and exit 1.
  */
@@ -31,12 +32,20 @@ static volatile uint64_t handler_words[256];
 static uint64_t arrays[THREADS][WORDS];
 static uint64_t results[THREADS];
 
+static volatile sig_atomic_t errno_changed;
+
+/* errno, read without an instrumented access: the handler's first access may be the one that
+ * moves the thread, and errno must be taken before it. */
+__attribute__((no_sanitize_thread, noinline)) static int errno_now(void) { return errno; }
+
 static void on_sigprof(int sig) {
   (void)sig;
-  const int saved = errno;
+  const int saved = errno_now();
   const unsigned k = (unsigned)ticks;
   ticks = ticks + 1;
   for (unsigned i = 0; i < 16; i++) handler_words[(k * 16 + i) % 256] += i + 1;
+  /* The accesses above (and a move made by one of them) must leave errno as it was. */
+  if (errno_now() != saved) errno_changed = 1;
   errno = saved;
 }
 
@@ -111,6 +120,10 @@ int main(void) {
   setitimer(ITIMER_PROF, &it, NULL);
   if (ticks == 0) {
     printf("signal_move FAIL: no SIGPROF received\n");
+    return 1;
+  }
+  if (errno_changed) {
+    printf("signal_move FAIL: the handler's memory accesses changed errno\n");
     return 1;
   }
   printf("signal_move ok checksum=%llu\n", (unsigned long long)checksum);
