@@ -3,11 +3,14 @@
  * parallel mode moves them onto the relay (tests/runtime_exact/CMakeLists.txt runs it with
  * WHYMISS_INTERLEAVE=parallel and WHYMISS_STRICT_AFTER).
  *
- * Each worker alternates a stretch of arithmetic on registers (no memory access, so the profiling
- * timer's signals mostly land there and the handler's accesses are the thread's next ones: the
- * move to strict order is then often made from inside the handler) with a pass over an array of
- * its own. The handler, installed for the whole process with an ITIMER_PROF of 100 us, writes a
- * few words of a global array and checks that errno survived them. Afterwards the main thread
+ * Each worker alternates a stretch of arithmetic on registers (no memory access) with a pass over
+ * an array of its own. The handler, installed for the whole process with an ITIMER_PROF of 100 us
+ * (the kernel rounds it up to its tick, ~4 ms), writes a few words of a global array and checks
+ * that errno survived them. The main thread, asleep in pthread_join meanwhile, makes no access of
+ * its own, so its first access after the move was asked for is its handler's, when a signal
+ * lands on it: in the runs checked (a debugging print of the moving access's return address) the
+ * main thread's move was made from inside the handler every time, the workers' mostly from their
+ * own code. Afterwards the main thread
  * redoes every worker's computation itself and compares: a runtime that lost or corrupted the
  * program's state would show there.
  *
