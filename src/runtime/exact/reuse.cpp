@@ -399,7 +399,11 @@ int g_dump_fd = -1;
 #endif
 inline void apply(const Event* e, uint32_t n) {
 #ifdef WHYMISS_REUSE_DUMP
-  if (g_dump_fd >= 0 && write(g_dump_fd, e, sizeof(Event) * n) != ssize_t(sizeof(Event) * n)) g_dump_fd = -1;
+  if (g_dump_fd >= 0) {  // (a short write ends the copy; the program's errno is left alone)
+    const int saved = errno;
+    if (write(g_dump_fd, e, sizeof(Event) * n) != ssize_t(sizeof(Event) * n)) g_dump_fd = -1;
+    errno = saved;
+  }
 #endif
   if (g.popcnt) apply_popcnt(e, n);
   else apply_plain(e, n);
@@ -540,8 +544,11 @@ void half_knob(const char* env, Knobs* k) noexcept {
 
 bool start(unsigned line_shift, const Knobs& k) {
 #ifdef WHYMISS_REUSE_DUMP
-  if (const char* path = getenv("WHYMISS_MRC_DUMP"))
+  if (const char* path = getenv("WHYMISS_MRC_DUMP")) {  // (an existing file: no copy)
+    const int saved = errno;
     g_dump_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    errno = saved;
+  }
 #endif
   g.line_shift = line_shift;
   g.max_ips = k.max_instructions;
