@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/common/decimal.h"
+
 namespace whymiss::rt {
 namespace {
 
@@ -67,10 +69,7 @@ void note_profile_written(int err) {
     // "error N\n", without stdio.
     std::memcpy(text, "error ", 6);
     len = 6;
-    char digits[12];
-    int nd = 0;
-    for (unsigned v = unsigned(err); v || nd == 0; v /= 10) digits[nd++] = char('0' + v % 10);
-    while (nd) text[len++] = digits[--nd];
+    len += put_decimal(text + len, unsigned(err));
     text[len++] = '\n';
   }
   write_status(text, len);

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <new>
 
+#include "runtime/common/decimal.h"
 #include "runtime/common/heap.h"
 #include "runtime/common/own_thread.h"
 #include "runtime/common/runtime_state.h"
@@ -164,10 +165,7 @@ bool thread_runnable(int tid) noexcept {
   // async-signal-safe.
   char path[48] = "/proc/self/task/";
   size_t len = sizeof "/proc/self/task/" - 1;
-  char digits[12];
-  int nd = 0;
-  for (unsigned v = unsigned(tid); nd == 0 || v != 0; v /= 10) digits[nd++] = char('0' + v % 10);
-  while (nd > 0) path[len++] = digits[--nd];
+  len += put_decimal(path + len, unsigned(tid));
   std::memcpy(path + len, "/stat", sizeof "/stat");
   const long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno != ENOENT && errno != ESRCH;

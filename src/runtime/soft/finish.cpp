@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "runtime/common/decimal.h"
 #include "runtime/common/heap.h"
 #include "runtime/common/profile_strings.h"
 #include "runtime/common/run_env.h"
@@ -32,10 +33,9 @@ class Text {
     return *this;
   }
   Text& u(uint64_t v) {
-    char d[24];
-    int k = 0;
-    do d[k++] = char('0' + v % 10); while ((v /= 10) && k < 24);
-    while (k > 0 && n_ + 1 < sizeof buf_) buf_[n_++] = d[--k];
+    char d[20];
+    const size_t k = put_decimal(d, v);
+    for (size_t i = 0; i < k && n_ + 1 < sizeof buf_; ++i) buf_[n_++] = d[i];
     buf_[n_] = '\0';
     return *this;
   }
