@@ -10,14 +10,18 @@ constinit thread_local Block t_block __attribute__((tls_model("initial-exec")));
 bool reserve_block() noexcept {
   Log& l = g_log;
   Block& b = t_block;
-  const uint64_t i = l.next.fetch_add(kBlock, std::memory_order_relaxed);
+  // The last block filled up (not sealed): the next one twice as large, up to kBlock.
+  uint64_t size = b.size ? b.size : kBlock;
+  if (b.end != 0 && b.end - b.start == size && size < kBlock) size *= 2;
+  const uint64_t i = l.next.fetch_add(size, std::memory_order_relaxed);
   if (i >= l.capacity) {
     b = Block{};
     return false;
   }
   if (!l.blocks.load(std::memory_order_relaxed)) l.blocks.store(true, std::memory_order_relaxed);
-  b.next = i;
-  b.end = i + kBlock < l.capacity ? i + kBlock : l.capacity;
+  b.start = b.next = i;
+  b.end = i + size < l.capacity ? i + size : l.capacity;
+  b.size = size;
   return true;
 }
 

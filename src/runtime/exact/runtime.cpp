@@ -1675,7 +1675,10 @@ constexpr uint64_t kCalled = uint64_t(1) << 63;  // in sync_before's answer: nev
 // Parallel mode with strict order asked for: a thread that acquires moves onto its lane first
 // (strict_asked), so that its next accesses wait for what a relayed thread released (a thread
 // without a lane has no sync mark and waits for nothing).
+// Every acquire also ends the thread's access-log block (alog::seal: the log keeps hand-overs in
+// order; a no-op for a thread that does not log into blocks of its own).
 inline void strict_sync(ThreadState* t) {
+  alog::seal();
   if (__builtin_expect(g.strict.load(std::memory_order_relaxed) == kStrictRunning, 0) &&
       t != nullptr && !t->relayed && !t_in_runtime)
     strict_asked(t);
