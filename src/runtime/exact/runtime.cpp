@@ -105,7 +105,10 @@ struct ThreadState {
   uint32_t sharing_total = 0;   // while threads took turns (see kStrictTurnsNs)
   // Parallel mode's pacing (see pace()): when this thread looks next, and per other thread.
   uint64_t next_pace = 0;
-  static constexpr uint32_t kPaced = 64;  // (parallel mode records at most 64 threads)
+  // Per simulated core (parallel mode has at most 64), for the thread that owned it at the last
+  // look (pace_owner: its index + 1; a core handed to a new thread starts over).
+  static constexpr uint32_t kPaced = 64;
+  uint32_t pace_owner[kPaced] = {};
   uint64_t pace_seen[kPaced] = {};        // the others' access counts at this thread's last look
   uint64_t pace_asleep[kPaced] = {};      // not looked at again before this thread's count is here
   uint64_t pace_given_up[kPaced] = {};    // not waited for again before its own count is here
@@ -165,6 +168,13 @@ struct Global {
   bool membarrier_ok = false;
   bool one_per_core = true;
   std::atomic<uint64_t> unrecorded_threads{0};
+  // One simulated core per thread (the default): threads that found none (past the last core,
+  // and in parallel mode no core left by an exited thread). Their accesses are dropped.
+  std::atomic<uint64_t> threads_past_cores{0};
+  // Parallel mode: the cores (bit c: core c) whose thread exited while it still simulated its own
+  // accesses, for threads past the 64th (take_free_core). A relayed thread's core is not handed
+  // on: the relay may still hold its accesses, and may lend its simulator to the thread.
+  std::atomic<uint64_t> free_cores{0};
   // The simulator runs without locks while the process has one thread. The first
   // pthread_create turns them on (next_thread_index) before the new thread exists; see
   // Hierarchy::set_concurrent. Written only while single-threaded, so never torn.
@@ -525,18 +535,43 @@ bool core_for(uint32_t core) {
   return false;
 }
 
+// Parallel mode, a thread past the 64th: the core of a thread that exited (Global::free_cores),
+// with what that thread left in its caches, as a thread scheduled on a core a finished one ran on.
+// The exited thread released it after its last access (thread_exit), and any message another
+// core posted meanwhile waits in the core's inbox for the new owner's first access.
+bool take_free_core(uint32_t* core) {
+  if (!g.parallel_hits) return false;
+  uint64_t m = g.free_cores.load(std::memory_order_acquire);
+  while (m != 0) {
+    const uint64_t bit = m & (~m + 1);
+    if (g.free_cores.compare_exchange_weak(m, m & ~bit, std::memory_order_acq_rel,
+                                           std::memory_order_acquire)) {
+      *core = uint32_t(__builtin_ctzll(bit));
+      return true;
+    }
+  }
+  return false;
+}
+
 ThreadState* attach_thread() {
-  if (g.state.load(std::memory_order_acquire) != kRecording) return nullptr;
+  if (t_unrecorded || g.state.load(std::memory_order_acquire) != kRecording) return nullptr;
   Inside in;
   // A second thread that did not come through our pthread_create (a raw clone) while the
   // simulator runs without locks cannot be recorded safely: the first one may be mid-access.
   const bool unsafe = !t_preassigned && !g.concurrent.load(std::memory_order_acquire) &&
                       g.attached_unhooked.exchange(true);
   uint32_t index = t_preassigned ? t_preassigned - 1 : g.next_index.fetch_add(1);
+  uint32_t core = index % g.cores;
+  const bool past = g.one_per_core && index >= g.cores;
+  bool reused = false;
+  if (!unsafe && index < kMaxThreads && past) {
+    reused = take_free_core(&core);
+    if (!reused) g.threads_past_cores.fetch_add(1, std::memory_order_relaxed);
+  }
   void* mem = nullptr;
-  if (unsafe || index >= kMaxThreads || (g.one_per_core && index >= g.cores) ||
-      !core_for(index % g.cores) ||
+  if (unsafe || index >= kMaxThreads || (past && !reused) || !core_for(core) ||
       !(mem = private_alloc(sizeof(ThreadState) + alignof(ThreadState)))) {
+    if (reused) g.free_cores.fetch_or(uint64_t(1) << core, std::memory_order_release);
     g.unrecorded_threads.fetch_add(1, std::memory_order_relaxed);
     t_unrecorded = true;
     return nullptr;
@@ -553,7 +588,7 @@ ThreadState* attach_thread() {
       t->rcd_last = static_cast<uint64_t*>(m);
     }
   t->tid = uint32_t(syscall(SYS_gettid));
-  t->core = index % g.cores;
+  t->core = core;
   t->errno_loc = &errno;
   // (Parallel mode once strict order runs: onto a lane from the start.)
   if (g.relay_mode || g.strict.load(std::memory_order_acquire) == kStrictRunning) {
@@ -599,11 +634,21 @@ void thread_exit(void* p) {
   Inside in;
   t_hit = HitPath{};     // (parallel: its memo hits count into the tables released below)
   reuse::thread_done();  // (its tracker batch, when it simulated inline under locks)
-  LockGuard lock(g.merged_lock);
-  g.merged.merge_from(t->ips);
-  g.merged_steps.merge_from(t->steps);
-  t->ips.release();
-  t->steps.release();
+  {
+    LockGuard lock(g.merged_lock);
+    g.merged.merge_from(t->ips);
+    g.merged_steps.merge_from(t->steps);
+    t->ips.release();
+    t->steps.release();
+  }
+  // Parallel mode: the core goes to a later thread (take_free_core). This thread's accesses from
+  // here on (instrumented code in a later key destructor) are dropped and counted, as a relayed
+  // thread's after its lane closed: the core may have a new owner by then.
+  if (g.parallel_hits) {
+    t_state = nullptr;
+    t_unrecorded = true;
+    g.free_cores.fetch_or(uint64_t(1) << t->core, std::memory_order_release);
+  }
 }
 
 struct ObjectHit {
@@ -1146,13 +1191,20 @@ __attribute__((noinline)) void pace(ThreadState* t) {
       g.strict.load(std::memory_order_relaxed) != kStrictNone || t_in_runtime)
     return;
   Inside in;
+  // By simulated core: a thread past the 64th runs on the core of one that exited.
   const uint32_t n = std::min(g.next_index.load(std::memory_order_relaxed), ThreadState::kPaced);
-  uint32_t wait_for[ThreadState::kPaced];
+  uint32_t wait_for[ThreadState::kPaced];  // cores
+  ThreadState* waited[ThreadState::kPaced];
   uint64_t until[ThreadState::kPaced];
   uint32_t nwait = 0;
   for (uint32_t i = 0; i < n; ++i) {
-    ThreadState* o = g.threads[i].load(std::memory_order_acquire);
-    if (o == nullptr || o == t || o->exited.load(std::memory_order_relaxed)) continue;
+    const uint32_t owner = g.core_owner[i].load(std::memory_order_relaxed);
+    ThreadState* o = g.threads[owner].load(std::memory_order_acquire);
+    if (o == nullptr || o == t || o->core != i || o->exited.load(std::memory_order_relaxed)) continue;
+    if (t->pace_owner[i] != owner + 1) {  // a new owner: nothing to compare yet
+      t->pace_owner[i] = owner + 1;
+      t->pace_seen[i] = t->pace_asleep[i] = t->pace_given_up[i] = 0;
+    }
     // (Its memo hits count: a thread spinning on a flag of ours catches up at once.)
     const uint64_t theirs = __atomic_load_n(&o->accesses, __ATOMIC_RELAXED);
     const uint64_t seen = t->pace_seen[i];
@@ -1171,11 +1223,12 @@ __attribute__((noinline)) void pace(ThreadState* t) {
       continue;
     }
     wait_for[nwait] = i;
+    waited[nwait] = o;
     until[nwait++] = theirs + kPaceEvery / 4;
   }
   const uint64_t start = nwait ? mono_ns() : 0;
   for (uint32_t k = 0, round = 0; k < nwait; ++round) {
-    ThreadState* o = g.threads[wait_for[k]].load(std::memory_order_acquire);
+    ThreadState* o = waited[k];
     if (__atomic_load_n(&o->accesses, __ATOMIC_RELAXED) >= until[k] ||
         o->exited.load(std::memory_order_relaxed) ||
         (round % 8 == 7 && !relay::thread_runnable(int(o->tid)))) {
@@ -1188,10 +1241,8 @@ __attribute__((noinline)) void pace(ThreadState* t) {
       return;  // (moving to strict order, or finishing: no more waits)
     const uint64_t now = mono_ns();
     if (now - start > kPaceGiveUpNs) {  // this one, and the rest of the list, not for a while
-      for (; k < nwait; ++k) {
-        ThreadState* r = g.threads[wait_for[k]].load(std::memory_order_acquire);
-        t->pace_given_up[wait_for[k]] = __atomic_load_n(&r->accesses, __ATOMIC_RELAXED) + kPaceLead;
-      }
+      for (; k < nwait; ++k)
+        t->pace_given_up[wait_for[k]] = __atomic_load_n(&waited[k]->accesses, __ATOMIC_RELAXED) + kPaceLead;
       return;
     }
     g.waited_ns.store(now, std::memory_order_relaxed);  // threads take turns (kStrictTurnsNs)
@@ -1455,7 +1506,7 @@ void finish(int term_signal) {
     if (rcd_recs) nrcd = g.merged_steps.export_rcd(rcd_recs, uint32_t(g.rcd_sets));
   }
   meta.threads_seen = nthreads;
-  meta.folded = nthreads > g.cores;
+  meta.folded = !g.one_per_core && nthreads > g.cores;
   profile::NoteRecord notes[3];
   size_t nnotes = 0;
   if (nthreads > 1 && g.concurrent.load(std::memory_order_relaxed) && !g.relay_mode && strings.data) {
@@ -1464,7 +1515,7 @@ void finish(int term_signal) {
     if (g.parallel && strict == kStrictRunning && g.moved.load(std::memory_order_relaxed) != 0) {  // (threads that got no lane stayed parallel)
       char text[512];
       std::snprintf(text, sizeof text,
-                    "threads simulated their own accesses in parallel (WHYMISS_INTERLEAVE=parallel, experimental) until thread %u's %s, after about %llu accesses; from then on the relay put them in turn, access by access, as in strict mode (the sharing counted before that depends on how the threads ran)",
+                    "threads simulated their own accesses in parallel (--interleave parallel, the default) until thread %u's %s, after about %llu accesses; from then on the relay put them in turn, access by access, as in strict mode (the sharing counted before that depends on how the threads ran)",
                     g.strict_thread.load(std::memory_order_relaxed),
                     g.strict_by_sharing.load(std::memory_order_relaxed)
                         ? "sharing misses"
@@ -1472,7 +1523,7 @@ void finish(int term_signal) {
                     (unsigned long long)g.strict_at.load(std::memory_order_relaxed));
       notes[nnotes++] = {strings.add(text), 0};
     } else if (g.parallel)
-      notes[nnotes++] = {strings.add("threads simulated their own accesses in parallel (WHYMISS_INTERLEAVE=parallel, experimental): they interleave in host order, not access by access, so sharing counts depend on how the threads ran"), 0};
+      notes[nnotes++] = {strings.add("threads simulated their own accesses in parallel (--interleave parallel, the default): they interleave in host order, not access by access, so sharing counts depend on how the threads ran (--interleave strict puts them in turn, access by access)"), 0};
     else if (g.no_relay)
       notes[nnotes++] = {strings.add("threads simulated their own accesses under locks (WHYMISS_INTERLEAVE=locks): they interleave in host order, not access by access, so sharing counts depend on how the threads ran"), 0};
     else
@@ -1485,13 +1536,16 @@ void finish(int term_signal) {
                   g.core_refusal);
     notes[nnotes++] = {strings.add(text), 1};
   }
-  if (g.one_per_core && nthreads > g.cores && strings.data) {  // (see attach_thread)
-    char text[256];
-    const uint32_t n = nthreads - g.cores;
-    std::snprintf(text, sizeof text,
-                  "%u thread%s past the first %u %s not recorded (%s accesses are dropped): one simulated core per thread, at most %u%s",
-                  n, n == 1 ? "" : "s", g.cores, n == 1 ? "was" : "were", n == 1 ? "its" : "their", g.cores,
-                  g.parallel ? " in parallel mode" : "");
+  if (uint64_t n = g.threads_past_cores.load(); n && strings.data) {  // (see attach_thread)
+    char text[384];
+    if (g.parallel_hits)
+      std::snprintf(text, sizeof text,
+                    "%llu thread%s not recorded (%s accesses are dropped): parallel mode simulates at most %u threads at once, one core each (a later thread takes the core of one that ended); --interleave strict records up to %u",
+                    (unsigned long long)n, n == 1 ? " was" : "s were", n == 1 ? "its" : "their", g.cores, kMaxCores);
+    else
+      std::snprintf(text, sizeof text,
+                    "%llu thread%s past the first %u %s not recorded (%s accesses are dropped): one simulated core per thread, at most %u",
+                    (unsigned long long)n, n == 1 ? "" : "s", g.cores, n == 1 ? "was" : "were", n == 1 ? "its" : "their", g.cores);
     notes[nnotes++] = {strings.add(text), 1};
   }
   profile::SectionData s[] = {
