@@ -19,11 +19,12 @@ Oracle check: the corpus's mutex programs count their own lock hand-overs (a ten
 another thread's) and print them; where exact mode's share of hand-overs differs from each of
 three native runs' by more than 4x, exact mode's interleaving may have changed what decides the
 program's sharing verdict, and the figures are also given without those programs (both are
-printed). The oracle runs with --oracle-env (default WHYMISS_RELAY_NICE=5: the relay thread
-yields its core to program threads that wake, so that on a machine with fewer cores than
+printed). The oracle runs with --oracle-env (default WHYMISS_INTERLEAVE=strict, the reference
+order, and WHYMISS_RELAY_NICE=5: the relay thread yields its core to program threads that wake, so that on a machine with fewer cores than
 threads plus one the program's threads overlap, and hand over their locks, more nearly as often
 as natively; at the relay's default priority they take turns, bench/README.md "The relay's
-priority"), and nothing else: a WHYMISS_RELAY_NICE of the caller's is not passed on.
+priority"), and nothing else: a WHYMISS_RELAY_NICE or WHYMISS_INTERLEAVE of the caller's is not
+passed on.
 
 Oracle results are cached in OUT/oracle.json, keyed by the program's source hash, exact scale,
 cache geometry, --oracle-env, the whymiss binary's build time and its runtime's hash;
@@ -175,7 +176,7 @@ def main():
                          "so can exact mode's verdict (default 3)")
     ap.add_argument("--refresh-oracle", action="store_true", help="ignore cached exact runs")
     ap.add_argument("--oracle-env", action="append", metavar="K=V",
-                    help="set for the exact runs (repeatable; default WHYMISS_RELAY_NICE=5; "
+                    help="set for the exact runs (repeatable; default WHYMISS_INTERLEAVE=strict and WHYMISS_RELAY_NICE=5; "
                          "--oracle-env '' for none)")
     ap.add_argument("--soft-seconds", type=float, default=2.0,
                     help="calibrate each soft scale to about this much CPU time natively")
@@ -241,8 +242,10 @@ def main():
     rt = os.path.join(os.path.dirname(os.path.dirname(whymiss)), "lib", "libwhymiss-rt.so")
     whymiss_stamp = f"{os.path.getmtime(whymiss):.0f}" + (
         f"+{file_sha(rt)[:16]}" if os.path.exists(rt) else "")
-    oracle_env = dict(kv.split("=", 1) for kv in (a.oracle_env or ["WHYMISS_RELAY_NICE=5"]) if kv)
-    os.environ.pop("WHYMISS_RELAY_NICE", None)  # only --oracle-env's reaches the oracle
+    oracle_env = dict(kv.split("=", 1) for kv in
+                      (a.oracle_env or ["WHYMISS_INTERLEAVE=strict", "WHYMISS_RELAY_NICE=5"]) if kv)
+    for k in ("WHYMISS_RELAY_NICE", "WHYMISS_INTERLEAVE"):
+        os.environ.pop(k, None)  # only --oracle-env's reach the oracle
     if oracle_env:
         whymiss_stamp += ":" + ",".join(f"{k}={v}" for k, v in sorted(oracle_env.items()))
     exact = {}

@@ -3,8 +3,9 @@
 relay threads it saw) under `whymiss record --mode exact`. With WHYMISS_INTERLEAVE=locks no relay
 thread starts, and with parallel (or `--interleave parallel`) one starts idle, for threads to move
 to once they contend (docs/parallel-sim.md), which these two never do: either way the report says
-the threads were interleaved in host order; without any, with WHYMISS_INTERLEAVE=strict or `--interleave strict`,
-one relay starts and the report says nothing of the kind. A value it does not know, in the
+the threads were interleaved in host order. Parallel is the default, except with `--cores N`
+(threads folded onto cores: strict). With WHYMISS_INTERLEAVE=strict or `--interleave strict` (or
+`--cores 2` alone) one relay starts and the report says nothing of the kind. A value it does not know, in the
 option or in the environment, is refused with one sentence and exit status 2 before the program
 runs. Exit 0 when all hold, 1 with the reason otherwise."""
 import os
@@ -15,12 +16,13 @@ import tempfile
 NOTE = "interleave in host order"
 
 
-def run(whymiss, program, value, option=None):
+def run(whymiss, program, value, option=None, cores=None):
     env = dict(os.environ)
     env.pop("WHYMISS_INTERLEAVE", None)
     if value is not None:
         env["WHYMISS_INTERLEAVE"] = value
     extra = ["--interleave", option] if option is not None else []
+    extra += ["--cores", cores] if cores is not None else []
     with tempfile.TemporaryDirectory() as tmp:
         prof = os.path.join(tmp, "p.prof")
         r = subprocess.run([whymiss, "record", "--mode", "exact", *extra, "-o", prof, "--", program],
@@ -38,12 +40,13 @@ def run(whymiss, program, value, option=None):
 
 def main():
     whymiss, program = sys.argv[1:3]
-    for value, option, relays_wanted, note_wanted in [
-            ("locks", None, 0, True), ("parallel", None, 1, True), (None, "parallel", 1, True),
-            (None, None, 1, False), ("strict", None, 1, False), (None, "strict", 1, False),
-            ("parallel", "strict", 1, False)]:
-        what = f"WHYMISS_INTERLEAVE={value}, --interleave {option}"
-        got, r = run(whymiss, program, value, option)
+    for value, option, cores, relays_wanted, note_wanted in [
+            ("locks", None, None, 0, True), ("parallel", None, None, 1, True),
+            (None, "parallel", None, 1, True), (None, None, None, 1, True),
+            ("strict", None, None, 1, False), (None, "strict", None, 1, False),
+            ("parallel", "strict", None, 1, False), (None, None, "2", 1, False)]:
+        what = f"WHYMISS_INTERLEAVE={value}, --interleave {option}, --cores {cores}"
+        got, r = run(whymiss, program, value, option, cores)
         if got is None:
             print(f"FAIL: {what}: exited {r.returncode}: {r.stderr.strip()}")
             return 1
@@ -60,7 +63,8 @@ def main():
             print(f"FAIL: WHYMISS_INTERLEAVE={value}, --interleave {option}: exit {r.returncode}, "
                   f"stderr {r.stderr.strip()!r}; expected exit 2 and one sentence naming it")
             return 1
-    print("ok: locks without the relay, parallel with it idle, and the report says so; unknown values refused")
+    print("ok: locks without the relay, parallel (the default) with it idle, and the report says so; "
+          "strict asked for or --cores: the relay; unknown values refused")
     return 0
 
 

@@ -77,14 +77,19 @@ uint64_t level_kind(const whymiss::profile::Profile& p, size_t level, int kind) 
   return p.counters[level].by_kind[kind][0] + p.counters[level].by_kind[kind][1];
 }
 
-// Once a program has had a second thread, every access goes through the relay thread, which
-// lends the simulator back to a thread running alone and takes it back when another thread wakes
-// (relay.h). Neither hand-over may lose, repeat or reorder an access: the loop's capacity misses
-// and the access count must be those of the same loop in a program that never had a thread.
+// Strict order (--interleave strict): once a program has had a second thread, every access goes
+// through the relay thread, which lends the simulator back to a thread running alone and takes it
+// back when another thread wakes (relay.h). Neither hand-over may lose, repeat or reorder an
+// access: the loop's capacity misses and the access count must be those of the same loop in a
+// program that never had a thread. The same holds in parallel mode (the default), where each
+// thread simulates its own accesses on its own core throughout.
 TEST(ExactRuntime, TheRelayAndItsSoloLoanCountALoopAsASingleThreadedRunDoes) {
-  const auto alone = record(WHYMISS_SOLO_HANDOFF, "0");
-  const auto joined = record(WHYMISS_SOLO_HANDOFF, "1");  // the loan: the loop runs inline
-  const auto woken = record(WHYMISS_SOLO_HANDOFF, "2");   // the loan revoked mid-loop
+  for (const char* mode : {"strict", "parallel"}) {
+  SCOPED_TRACE(mode);
+  const std::string opt = std::string("--interleave ") + mode;
+  const auto alone = record(WHYMISS_SOLO_HANDOFF, "0", opt);
+  const auto joined = record(WHYMISS_SOLO_HANDOFF, "1", opt);  // the loan: the loop runs inline
+  const auto woken = record(WHYMISS_SOLO_HANDOFF, "2", opt);   // the loan revoked mid-loop
   ASSERT_FALSE(alone.counters.empty());
   ASSERT_FALSE(joined.counters.empty());
   ASSERT_FALSE(woken.counters.empty());
@@ -101,16 +106,21 @@ TEST(ExactRuntime, TheRelayAndItsSoloLoanCountALoopAsASingleThreadedRunDoes) {
   // The sleeper's 1000 writes, and nothing lost or repeated.
   EXPECT_GE(woken.meta.accesses, alone.meta.accesses + 1000);
   EXPECT_LE(woken.meta.accesses, alone.meta.accesses + 1016);
+  }
 }
 
 // Threads with lines of their own take their hits on them themselves (held hits, hit_path.h)
-// while the relay simulates their misses. The two must neither lose, repeat nor disturb an access:
-// with nothing shared, every count is known. Per thread: 3 x 64 x 4096 iterations of a volatile
+// while the relay simulates their misses (strict order), or simulate everything themselves
+// (parallel mode, the default). Neither may lose, repeat nor disturb an access: with nothing
+// shared, every count is known. Per thread: 3 x 64 x 4096 iterations of a volatile
 // increment (a read and a write of its own line) and, every 64th, a read of one line of its
 // 4096-line array, cycling: all L1 misses (the array is far above L1, fully associative or not),
 // the first pass compulsory; its own line misses once.
 TEST(ExactRuntime, HeldHitsAndTheRelayTogetherCountEveryAccessOfPrivateData) {
-  const auto p = record(WHYMISS_HELD_HITS, "", "--cache L1=48K:12:64,L2=1M:16:64,L3=32M:16:64");
+  for (const char* mode : {"strict", "parallel"}) {
+  SCOPED_TRACE(mode);
+  const auto p = record(WHYMISS_HELD_HITS, "", std::string("--interleave ") + mode +
+                                                   " --cache L1=48K:12:64,L2=1M:16:64,L3=32M:16:64");
   ASSERT_FALSE(p.counters.empty());
   constexpr uint64_t kIters = 3 * 64 * 4096, kArrayReads = kIters / 64, kLines = 4096;
   constexpr int kCompulsory = 1, kCapacity = 2, kConflict = 3, kTrue = 4, kFalse = 5;
@@ -127,9 +137,10 @@ TEST(ExactRuntime, HeldHitsAndTheRelayTogetherCountEveryAccessOfPrivateData) {
   EXPECT_GE(level_kind(p, 0, kCompulsory), 2 * (kLines + 1));
   EXPECT_LE(level_kind(p, 0, kCompulsory), 2 * (kLines + 1) + 16);
   EXPECT_EQ(level_kind(p, 1, kCapacity) + level_kind(p, 1, kConflict), 0u);  // 256 KiB fits L2
+  }
 }
 
-// The relay takes one access of each thread in turn, whatever their synchronisation; an acquire
+// The relay takes one access of each thread in turn (strict order), whatever their synchronisation; an acquire
 // makes the acquiring thread's next accesses wait for the releasing thread's earlier ones (relay.h,
 // "Order between threads"). Without that, a consumer's reads of what a producer wrote and then
 // released were often simulated before those writes (hits instead of misses: ~65% of the misses
@@ -139,15 +150,18 @@ TEST(ExactRuntime, AConsumersReadsComeAfterTheWritesItAcquired) {
   constexpr uint64_t kRounds = 2000, kLines = 64;
   constexpr int kTrue = 4, kFalse = 5;
   for (int run = 0; run < 4; ++run) {
+    // Strict order, then parallel mode (the default), where each access is simulated on its
+    // thread before it happens: after the acquire, so after the writes.
     const char* how = run % 2 == 0 ? " atomic" : " mutex";
     const auto p = record(WHYMISS_HANDOFF, std::to_string(kRounds) + how,
-                          "--cache L1=48K:12:64,L2=1M:16:64,L3=32M:16:64");
+                          std::string("--interleave ") + (run < 2 ? "strict" : "parallel") +
+                              " --cache L1=48K:12:64,L2=1M:16:64,L3=32M:16:64");
     ASSERT_FALSE(p.counters.empty());
     EXPECT_EQ(p.meta.dropped_accesses, 0u);
     // Every round after the first: each data line, plus the flag's line a few times.
-    EXPECT_GE(level_kind(p, 0, kTrue), (kRounds - 1) * kLines) << how;
-    EXPECT_LE(level_kind(p, 0, kTrue), kRounds * (kLines + 8)) << how;
-    EXPECT_EQ(level_kind(p, 0, kFalse), 0u);
+    EXPECT_GE(level_kind(p, 0, kTrue), (kRounds - 1) * kLines) << how << " run " << run;
+    EXPECT_LE(level_kind(p, 0, kTrue), kRounds * (kLines + 8)) << how << " run " << run;
+    EXPECT_EQ(level_kind(p, 0, kFalse), 0u) << how << " run " << run;
   }
 }
 

@@ -207,9 +207,10 @@ TEST(Record, MissingProfileNamesTheCause) {
 
 // #11: a geometry the memory left cannot hold turns the runtime off at start, with a sentence;
 // the program runs on to its own exit status. (It used to die of the simulator's bad_alloc.)
-// 2.03 GiB: the level's 931 MiB (928 MiB and its per-core set counts) and, as exact mode
+// 4.03 GiB: the level's 931 MiB (928 MiB and its per-core set counts); as exact mode
 // simulates many cores and there is no shared level, the directory's table at 72 bytes a line
-// (Hierarchy::directory_bytes): 16 Mi lines, 1,152 MiB.
+// (Hierarchy::directory_bytes): 16 Mi lines, 1,152 MiB; and parallel mode's (the default) inbox,
+// two 32-byte messages a line, charged at 128 bytes: 2 GiB.
 TEST(Record, GeometryTooBigForMemoryTurnsTheRuntimeOff) {
   TempDir dir;
   std::string err;
@@ -217,7 +218,7 @@ TEST(Record, GeometryTooBigForMemoryTurnsTheRuntimeOff) {
                  WHYMISS_TRUST_PROG, "threads", "2"},
                 dir.path, &err, uint64_t(1536) << 20), 2);
   EXPECT_NE(err.find("the program exited with status 5 without leaving a profile: its runtime "
-                     "turned itself off at start: simulating L1=1G:16:64 takes 2.03 GiB for the "
+                     "turned itself off at start: simulating L1=1G:16:64 takes 4.03 GiB for the "
                      "first core, but only "), std::string::npos) << err;
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   EXPECT_TRUE(dir.entries().empty());

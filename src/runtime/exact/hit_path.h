@@ -13,8 +13,8 @@
 // Waiting for quiet keeps causality: an access another thread made before this one (say, the
 // write behind a flag this thread just read) is never simulated after it.
 //
-// With WHYMISS_INTERLEAVE=parallel (experimental; docs/parallel-sim.md, step 4) the relay idles:
-// each thread owns its simulated core, which the simulator keeps lock-free (sim::Knobs::parallel),
+// In parallel mode (the default; docs/parallel-sim.md) the relay idles: each thread owns its
+// simulated core, which the simulator keeps lock-free (sim::Knobs::parallel),
 // and takes memo hits itself as a single-threaded program does, with `busy` up around each so that
 // finish() can wait for it (parallel_hit), except every so many accesses, when its pacing looks at
 // the other threads (runtime.cpp, pace).

@@ -188,10 +188,10 @@ struct Global {
   // fallback when the relay cannot start), so threads interleave in host order, not access by
   // access.
   bool no_relay = false;
-  // WHYMISS_INTERLEAVE=parallel (experimental; docs/parallel-sim.md, step 4): threads simulate
+  // Parallel mode (the default; WHYMISS_INTERLEAVE=parallel; docs/parallel-sim.md): threads simulate
   // inline too (the relay idles until they contend: `strict` below), but with the simulator's
   // parallel protocol (sim::Knobs::parallel: cross-core effects are messages, a core's private
-  // levels take no lock), one thread per simulated core, at most 64, and each thread taking its
+  // levels take no lock), one thread per simulated core, at most 64 at once, and each thread taking its
   // own memo hits (hit_path.h, parallel_hit). Threads interleave in host order, as with locks.
   bool parallel = false;
   bool parallel_hits = false;  // parallel, and the simulator is lock-free (one thread per core)
@@ -358,11 +358,18 @@ void init() {
     geo = detect_geometry();
   }
   sim::Knobs k;
-  if (const char* m = std::getenv("WHYMISS_INTERLEAVE")) {
+  // Parallel unless strict (or locks) is asked for, or threads are folded onto --cores N cores:
+  // folding is a model the relay's order reproduces, while parallel mode would fold them under
+  // locks in host order and never move to strict order. (whymiss record refuses other values.)
+  const char* cores_env = std::getenv("WHYMISS_CORES");
+  const bool folding = cores_env && std::atoi(cores_env) > 0;
+  if (const char* m = std::getenv("WHYMISS_INTERLEAVE"); m && *m) {
     g.parallel = std::strcmp(m, "parallel") == 0;
     g.no_relay = g.parallel || std::strcmp(m, "locks") == 0;
+  } else if (!folding) {
+    g.parallel = g.no_relay = true;
   }
-  if (const char* c = std::getenv("WHYMISS_CORES"); c && std::atoi(c) > 0) {
+  if (const char* c = cores_env; folding) {
     k.cores = uint32_t(std::atoi(c)) > kMaxCores ? kMaxCores : uint32_t(std::atoi(c));
     g.one_per_core = k.cores == kMaxCores;
   } else {
