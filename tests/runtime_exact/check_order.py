@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_order.py WHYMISS PROGRAM SOURCE [RUNS]: exact mode simulates a thread's accesses after
+"""check_order.py WHYMISS PROGRAM SOURCE [RUNS] [FIRST]: exact mode simulates a thread's accesses after
 the ones they follow in the program (the relay's order between threads, relay.h).
 
 PROGRAM is joined_handover.c built with whymiss-cc: a writer writes LINES heap lines, hands them
@@ -10,6 +10,8 @@ none, in every run. A read simulated before the write it follows turns into the 
 touch: an L3 miss on READ and one fewer on WRITE. The misorder depends on timing (the relay
 lagging behind threads that end before it catches up), so each hand-over is run RUNS times
 (default 5); before the fix, join and cond were misordered in most runs on a loaded machine.
+FIRST (default 0) is passed on: the program first creates and joins that many threads that touch
+no memory, so that the writer and reader have thread numbers past parallel mode's 64 cores.
 Exit 0 when every run holds, 1 with the first deviation otherwise.
 """
 import json
@@ -26,6 +28,7 @@ CACHE = "L1=48K:12:64,L2=1M:16:64,L3=32M:16:64"
 def main():
     whymiss, program, source = sys.argv[1:4]
     runs = int(sys.argv[4]) if len(sys.argv) > 4 else 5
+    first = sys.argv[5] if len(sys.argv) > 5 else "0"
     marks = {}
     with open(source) as f:
         for n, text in enumerate(f, 1):
@@ -41,7 +44,7 @@ def main():
             for i in range(runs):
                 r = subprocess.run([whymiss, "run", "--mode", "exact", "--cache", CACHE,
                                     "--format", "json", "--output", rep, "--", program, mode,
-                                    str(LINES)], capture_output=True, text=True, timeout=300)
+                                    str(LINES), first], capture_output=True, text=True, timeout=300)
                 if r.returncode != 0:
                     print(f"FAIL: {mode} run {i}: whymiss exited {r.returncode}: {r.stderr.strip()}")
                     return 1

@@ -5,7 +5,9 @@
  * the writer's line (WRITE) misses the shared L3 once per line, and the reader's (READ) never
  * does: the lines are in L3 by then. A read simulated before the write it follows would be the
  * line's first touch instead (an L3 miss on READ, one fewer on WRITE).
- * Usage: joined_handover [join|atomic|cond] [lines]. Prints the reader's sum. */
+ * FIRST (default 0): threads created and joined before the writer, which touch no memory, so that
+ * the writer and the reader have thread numbers past exact mode's parallel cores (64).
+ * Usage: joined_handover [join|atomic|cond] [lines] [first]. Prints the reader's sum. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,10 +50,18 @@ static void *reader(void *arg) {
   return NULL;
 }
 
+static void *idle(void *arg) { return arg; }
+
 int main(int argc, char **argv) {
   if (argc > 1) mode = strcmp(argv[1], "atomic") == 0 ? 1 : strcmp(argv[1], "cond") == 0 ? 2 : 0;
   if (argc > 2) lines = atoi(argv[2]);
-  if (lines < 1 || lines > 4096) return 2;
+  const int first = argc > 3 ? atoi(argv[3]) : 0;
+  if (lines < 1 || lines > 4096 || first < 0 || first > 1000) return 2;
+  for (int i = 0; i < first; i++) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, idle, NULL)) return 1;
+    pthread_join(t, NULL);
+  }
   buf = aligned_alloc(64, (size_t)lines * 64);
   if (!buf) return 1;
   pthread_t w, r;

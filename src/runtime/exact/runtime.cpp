@@ -171,9 +171,10 @@ struct Global {
   // One simulated core per thread (the default): threads that found none (past the last core,
   // and in parallel mode no core left by an exited thread). Their accesses are dropped.
   std::atomic<uint64_t> threads_past_cores{0};
-  // Parallel mode: the cores (bit c: core c) whose thread exited while it still simulated its own
-  // accesses, for threads past the 64th (take_free_core). A relayed thread's core is not handed
-  // on: the relay may still hold its accesses, and may lend its simulator to the thread.
+  // Parallel mode: the cores no thread owns (bit c: core c; all 64 at start), taken by a thread
+  // when it attaches and given back when it exits while it still simulates its own accesses
+  // (claim_core, thread_exit). A relayed thread's core is not given back: the relay may still hold
+  // its accesses, and may lend its simulator to the thread.
   std::atomic<uint64_t> free_cores{0};
   // The simulator runs without locks while the process has one thread. The first
   // pthread_create turns them on (next_thread_index) before the new thread exists; see
@@ -384,6 +385,7 @@ void init() {
   if (const char* a = std::getenv("WHYMISS_STRICT_AFTER"); a && g.parallel)
     g.strict_after = std::strtoull(a, nullptr, 10);
   g.parallel_hits = g.parallel && g.one_per_core && k.cores <= 64;
+  if (g.parallel_hits) g.free_cores.store(k.cores == 64 ? ~uint64_t(0) : (uint64_t(1) << k.cores) - 1);
   if (g.parallel_hits) g_held_hits.store(true, std::memory_order_relaxed);
   k.one_thread_per_core = g.one_per_core;
   if (const char* p = std::getenv("WHYMISS_POLICY"); p && *p) {
@@ -542,15 +544,17 @@ bool core_for(uint32_t core) {
   return false;
 }
 
-// Parallel mode, a thread past the 64th: the core of a thread that exited (Global::free_cores),
-// with what that thread left in its caches, as a thread scheduled on a core a finished one ran on.
-// The exited thread released it after its last access (thread_exit), and any message another
-// core posted meanwhile waits in the core's inbox for the new owner's first access.
-bool take_free_core(uint32_t* core) {
-  if (!g.parallel_hits) return false;
+// Parallel mode: the core a thread attaching now simulates on (Global::free_cores): core
+// index % 64 if no thread owns it (so that cores follow thread numbers while no thread ended),
+// else the lowest one free. A core an exited thread gave back keeps what that thread left in its
+// caches, as a core a finished thread ran on; the thread released it after its last access
+// (thread_exit), and any message another core posted meanwhile waits in the core's inbox for the
+// new owner's first access. False when all 64 are owned.
+bool claim_core(uint32_t index, uint32_t* core) {
+  const uint64_t mine = uint64_t(1) << (index % 64);
   uint64_t m = g.free_cores.load(std::memory_order_acquire);
   while (m != 0) {
-    const uint64_t bit = m & (~m + 1);
+    const uint64_t bit = (m & mine) ? mine : m & (~m + 1);
     if (g.free_cores.compare_exchange_weak(m, m & ~bit, std::memory_order_acq_rel,
                                            std::memory_order_acquire)) {
       *core = uint32_t(__builtin_ctzll(bit));
@@ -569,16 +573,17 @@ ThreadState* attach_thread() {
                       g.attached_unhooked.exchange(true);
   uint32_t index = t_preassigned ? t_preassigned - 1 : g.next_index.fetch_add(1);
   uint32_t core = index % g.cores;
-  const bool past = g.one_per_core && index >= g.cores;
-  bool reused = false;
-  if (!unsafe && index < kMaxThreads && past) {
-    reused = take_free_core(&core);
-    if (!reused) g.threads_past_cores.fetch_add(1, std::memory_order_relaxed);
+  // One core per thread: past the last core (the relay's order), or none left (parallel mode).
+  bool claimed = false, no_core = false;
+  if (!unsafe && index < kMaxThreads) {
+    if (g.parallel_hits) no_core = !(claimed = claim_core(index, &core));
+    else no_core = g.one_per_core && index >= g.cores;
+    if (no_core) g.threads_past_cores.fetch_add(1, std::memory_order_relaxed);
   }
   void* mem = nullptr;
-  if (unsafe || index >= kMaxThreads || (past && !reused) || !core_for(core) ||
+  if (unsafe || index >= kMaxThreads || no_core || !core_for(core) ||
       !(mem = private_alloc(sizeof(ThreadState) + alignof(ThreadState)))) {
-    if (reused) g.free_cores.fetch_or(uint64_t(1) << core, std::memory_order_release);
+    if (claimed) g.free_cores.fetch_or(uint64_t(1) << core, std::memory_order_release);
     g.unrecorded_threads.fetch_add(1, std::memory_order_relaxed);
     t_unrecorded = true;
     return nullptr;
@@ -648,7 +653,7 @@ void thread_exit(void* p) {
     t->ips.release();
     t->steps.release();
   }
-  // Parallel mode: the core goes to a later thread (take_free_core). This thread's accesses from
+  // Parallel mode: the core goes back to the pool for a later thread (claim_core). This thread's accesses from
   // here on (instrumented code in a later key destructor) are dropped and counted, as a relayed
   // thread's after its lane closed: the core may have a new owner by then.
   if (g.parallel_hits) {
@@ -1794,10 +1799,9 @@ void after_join(pthread_t th) noexcept {
   ThreadState* self = t_state;
   strict_sync(self);
   if (sync_mark(self) == 0) return;
-  // Newest first: a pthread_t may be reused once its thread has been joined.
-  // (Threads past the simulated cores are not recorded when each has a core of its own.)
-  uint32_t n = std::min(g.next_index.load(), kMaxThreads);
-  if (g.one_per_core) n = std::min(n, g.cores);
+  // Newest first: a pthread_t may be reused once its thread has been joined. (Not only the
+  // first g.cores indices: in parallel mode a later thread can have an ended thread's core.)
+  const uint32_t n = std::min(g.next_index.load(), kMaxThreads);
   for (uint32_t i = n; i-- > 0;) {
     ThreadState* t = g.threads[i].load(std::memory_order_acquire);
     if (t == nullptr || t == self || !pthread_equal(t->self, th)) continue;
