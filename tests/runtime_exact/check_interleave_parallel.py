@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 """check_interleave_parallel.py WHYMISS PROGRAM: PROGRAM is bench/private_threads.c built with
 whymiss-cc (threads sweeping arrays of their own). Under `whymiss run --mode exact` with
-WHYMISS_INTERLEAVE=parallel (experimental: no relay, each thread simulates its own accesses on
-its own simulated core, lock-free; docs/parallel-sim.md) every access is counted, none is
-dropped, and the misses per level and kind are those of the strict relay (nothing is shared, so
-the interleaving cannot matter beyond the few lines the main thread and the workers both touch:
-at most 4 misses apart per level and kind, and per heap object, charged to the same threads), for
-1, 2 and 4 threads; the report says the threads
-were interleaved in host order and did not move to strict order (they never contend). Parallel mode
-has 64 simulated cores, one per thread: 100 workers in waves of 10 are all recorded (a thread past
-the 64th takes the core of one that ended), with strict's accesses and misses (each thread's own
-array: a core's earlier lines cannot make them hit); 66 workers at once leave three threads
-unrecorded, and the report says so and names --interleave strict. Exit 0 when all hold, 1 with the first deviation otherwise."""
+WHYMISS_INTERLEAVE=parallel (the default: each thread simulates its own accesses on its own
+simulated core, lock-free; docs/parallel-sim.md) every access is counted, none is dropped, and
+the misses per level and kind are those of the strict relay (nothing is shared, so the
+interleaving cannot matter beyond the few lines the main thread and the workers both touch: at
+most 4 misses apart per level and kind, and per heap object, charged to the same threads), for
+1, 2 and 4 threads; the report says the threads were interleaved in host order and did not move
+to strict order (they never contend). Parallel mode has 64 simulated cores, one per thread at a
+time: 100 workers in waves of 10 are all recorded (a thread past the 64th takes the core of one
+that ended), with strict's accesses and misses (each thread's own array: a core's earlier lines
+cannot make them hit), also once the run moved to strict order (WHYMISS_STRICT_AFTER: the relay
+gives an ended thread's core back); 66 workers at once leave three threads unrecorded, and the
+report says so and names --interleave strict. Exit 0 when all hold, 1 with the first deviation
+otherwise."""
 import json
 import os
 import subprocess
@@ -23,9 +25,11 @@ NOTE = "in parallel (--interleave parallel"
 SWITCHED = "from then on the relay put them in turn"  # (sharing misses moved it to strict order)
 
 
-def run(whymiss, program, mode, threads, tmp, passes=30, kib=64, wave=None):
+def run(whymiss, program, mode, threads, tmp, passes=30, kib=64, wave=None, strict_after=None):
     env = dict(os.environ)
     env["WHYMISS_INTERLEAVE"] = mode
+    if strict_after:
+        env["WHYMISS_STRICT_AFTER"] = str(strict_after)
     out = os.path.join(tmp, f"{mode}{threads}.json")
     r = subprocess.run([whymiss, "run", "--mode", "exact", "--cache", CACHE, "--format", "json",
                         "--output", out, "--", program, str(threads), str(passes), str(kib)]
@@ -36,9 +40,10 @@ def run(whymiss, program, mode, threads, tmp, passes=30, kib=64, wave=None):
                          f"{r.stderr.strip()}")
     with open(out) as f:
         text = f.read()
-    if SWITCHED in text:
-        raise SystemExit(f"FAIL: {mode}, {threads} threads: the run moved to strict order, but "
-                         "the threads share nothing")
+    if (SWITCHED in text) != bool(strict_after):
+        raise SystemExit(f"FAIL: {mode}, {threads} threads: the run "
+                         + ("moved to strict order, but the threads share nothing" if not strict_after
+                            else "did not move to strict order after WHYMISS_STRICT_AFTER accesses"))
     return json.loads(text), NOTE in text
 
 
@@ -98,6 +103,14 @@ def main():
         diff = same_counts("100 threads in waves of 10", strict, par, lambda n: 8 + n // 200)
         if diff or "not recorded" in json.dumps(par):
             print(f"FAIL: {diff or '100 threads in waves of 10: a note that threads were not recorded'}")
+            return 1
+        # The same once the program moved to strict order (WHYMISS_STRICT_AFTER): an exited
+        # thread's core goes back to the pool when the relay retires its lane.
+        moved = run(whymiss, program, "parallel", 100, tmp, passes=2, kib=64, wave=10,
+                    strict_after=1000)[0]
+        if moved["totals"]["dropped_accesses"] != 0 or "not recorded" in json.dumps(moved):
+            print(f"FAIL: 100 threads in waves of 10, moved to strict order: "
+                  f"{moved['totals']['dropped_accesses']} accesses dropped, or threads not recorded")
             return 1
         # Parallel mode simulates at most 64 threads at once (one lock-free core each): of 67 at
         # once (the main thread and 66 workers) three are not recorded, and the report says so.

@@ -364,12 +364,11 @@ void init() {
   // locks in host order and never move to strict order. (whymiss record refuses other values.)
   const char* cores_env = std::getenv("WHYMISS_CORES");
   const bool folding = cores_env && std::atoi(cores_env) > 0;
-  if (const char* m = std::getenv("WHYMISS_INTERLEAVE"); m && *m) {
-    g.parallel = std::strcmp(m, "parallel") == 0;
-    g.no_relay = g.parallel || std::strcmp(m, "locks") == 0;
-  } else if (!folding) {
-    g.parallel = g.no_relay = true;
-  }
+  const char* il = std::getenv("WHYMISS_INTERLEAVE");
+  const bool strict = il && std::strcmp(il, "strict") == 0, locks = il && std::strcmp(il, "locks") == 0;
+  // (An unknown value, set without whymiss record: the default.)
+  g.parallel = (il && std::strcmp(il, "parallel") == 0) || (!strict && !locks && !folding);
+  g.no_relay = g.parallel || locks;
   if (const char* c = cores_env; folding) {
     k.cores = uint32_t(std::atoi(c)) > kMaxCores ? kMaxCores : uint32_t(std::atoi(c));
     g.one_per_core = k.cores == kMaxCores;
@@ -606,6 +605,7 @@ ThreadState* attach_thread() {
   if (g.relay_mode || g.strict.load(std::memory_order_acquire) == kStrictRunning) {
     t->relayed = true;
     if (!relay::open_lane(&t->lane, t, int(t->tid))) {
+      if (claimed) g.free_cores.fetch_or(uint64_t(1) << core, std::memory_order_release);
       g.unrecorded_threads.fetch_add(1, std::memory_order_relaxed);
       t_unrecorded = true;
       return nullptr;  // (its ThreadState is not reused: rare, and small)
@@ -637,6 +637,9 @@ void thread_exit(void* p) {
   if (!t || g.state.load() != kRecording) return;
   g.live.fetch_sub(1, std::memory_order_relaxed);
   t->exited.store(true, std::memory_order_relaxed);
+  // (Before `relayed` is read: a signal handler's access after this sees `exited` and does not
+  // move the thread onto a lane, strict_asked.)
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   if (t->relayed) {  // the relay merges its table once it has simulated all it pushed
     t->final_mark.store(sync_mark(t), std::memory_order_release);  // for pthread_join
     t_hit = HitPath{};  // the relay frees the ring and the table after close_lane
@@ -653,13 +656,16 @@ void thread_exit(void* p) {
     t->ips.release();
     t->steps.release();
   }
-  // Parallel mode: the core goes back to the pool for a later thread (claim_core). This thread's accesses from
-  // here on (instrumented code in a later key destructor) are dropped and counted, as a relayed
-  // thread's after its lane closed: the core may have a new owner by then.
+  // Parallel mode: the core goes back to the pool for a later thread (claim_core). This thread's
+  // accesses from here on (instrumented code in a later key destructor) are dropped and counted,
+  // as a relayed thread's after its lane closed: the core may have a new owner by then. Not a core
+  // the thread left in the middle of an access (`busy` up: cancelled, or a signal handler that
+  // interrupted one called pthread_exit): its state may be half updated.
   if (g.parallel_hits) {
     t_state = nullptr;
     t_unrecorded = true;
-    g.free_cores.fetch_or(uint64_t(1) << t->core, std::memory_order_release);
+    if (!t->busy.load(std::memory_order_relaxed))
+      g.free_cores.fetch_or(uint64_t(1) << t->core, std::memory_order_release);
   }
 }
 
@@ -1152,11 +1158,17 @@ void relay_simulate(void* owner, const AccessRecord& r) {
 
 void relay_retire(void* owner) {
   auto* t = static_cast<ThreadState*>(owner);
-  LockGuard lock(g.merged_lock);
-  g.merged.merge_from(t->ips);
-  g.merged_steps.merge_from(t->steps);
-  t->ips.release();
-  t->steps.release();
+  {
+    LockGuard lock(g.merged_lock);
+    g.merged.merge_from(t->ips);
+    g.merged_steps.merge_from(t->steps);
+    t->ips.release();
+    t->steps.release();
+  }
+  // Parallel mode after the move to strict order: the relay has simulated all the exited thread
+  // pushed and will not lend it the simulator again (a closing lane is taken back first), so its
+  // core goes back to the pool (claim_core), as an exiting parallel thread's does.
+  if (g.parallel_hits) g.free_cores.fetch_or(uint64_t(1) << t->core, std::memory_order_release);
 }
 
 // Starts the relay and moves the calling thread (the only one recording) onto a ring. Called
@@ -1527,7 +1539,7 @@ void finish(int term_signal) {
     if (g.parallel && strict == kStrictRunning && g.moved.load(std::memory_order_relaxed) != 0) {  // (threads that got no lane stayed parallel)
       char text[512];
       std::snprintf(text, sizeof text,
-                    "threads simulated their own accesses in parallel (--interleave parallel, the default) until thread %u's %s, after about %llu accesses; from then on the relay put them in turn, access by access, as in strict mode (the sharing counted before that depends on how the threads ran)",
+                    "threads simulated their own accesses in parallel (--interleave parallel) until thread %u's %s, after about %llu accesses; from then on the relay put them in turn, access by access, as in strict mode (the sharing counted before that depends on how the threads ran)",
                     g.strict_thread.load(std::memory_order_relaxed),
                     g.strict_by_sharing.load(std::memory_order_relaxed)
                         ? "sharing misses"
@@ -1535,7 +1547,7 @@ void finish(int term_signal) {
                     (unsigned long long)g.strict_at.load(std::memory_order_relaxed));
       notes[nnotes++] = {strings.add(text), 0};
     } else if (g.parallel)
-      notes[nnotes++] = {strings.add("threads simulated their own accesses in parallel (--interleave parallel, the default): they interleave in host order, not access by access, so sharing counts depend on how the threads ran (--interleave strict puts them in turn, access by access)"), 0};
+      notes[nnotes++] = {strings.add("threads simulated their own accesses in parallel (--interleave parallel): they interleave in host order, not access by access, so sharing counts depend on how the threads ran (--interleave strict puts them in turn, access by access)"), 0};
     else if (g.no_relay)
       notes[nnotes++] = {strings.add("threads simulated their own accesses under locks (WHYMISS_INTERLEAVE=locks): they interleave in host order, not access by access, so sharing counts depend on how the threads ran"), 0};
     else
