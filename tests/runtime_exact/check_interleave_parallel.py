@@ -108,9 +108,10 @@ def main():
         # thread's core goes back to the pool when the relay retires its lane.
         moved = run(whymiss, program, "parallel", 100, tmp, passes=2, kib=64, wave=10,
                     strict_after=1000)[0]
-        if moved["totals"]["dropped_accesses"] != 0 or "not recorded" in json.dumps(moved):
-            print(f"FAIL: 100 threads in waves of 10, moved to strict order: "
-                  f"{moved['totals']['dropped_accesses']} accesses dropped, or threads not recorded")
+        diff = same_counts("100 threads in waves of 10, moved to strict order", strict, moved,
+                           lambda n: 8 + n // 200)
+        if diff or "not recorded" in json.dumps(moved):
+            print(f"FAIL: {diff or '100 threads in waves of 10, moved to strict order: threads not recorded'}")
             return 1
         # Parallel mode simulates at most 64 threads at once (one lock-free core each): of 67 at
         # once (the main thread and 66 workers) three are not recorded, and the report says so.

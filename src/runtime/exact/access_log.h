@@ -24,7 +24,7 @@
 // operation). A thread whose blocks get sealed early reserves smaller ones (down to 8 entries;
 // back up as they fill), so that a program that hands over every few accesses leaves fewer empty
 // block ends in the log; a thread that acquires every access or two still fills the log up to 4x
-// faster than its accesses would (blocks of 8).
+// 4-8x faster than its accesses would (blocks of 8).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -90,13 +90,16 @@ __attribute__((always_inline)) inline void append_own(uint64_t addr, uint32_t si
 
 // The calling thread acquired (see above): its next access starts a new block. Sized for what
 // this one held: half as large when under a quarter was used. Only the thread's own state.
-inline void seal() noexcept {
+// `acquired`: called after the acquire (not before an operation that is about to acquire).
+inline void seal(bool acquired) noexcept {
   Block& b = t_block;
   if (b.next >= b.end) return;
-  // No block reserved after this one: what any thread logged so far lies before this block's
-  // free entries, what a releaser logged before its release included (it reserved before it
-  // released, and this load comes after the acquire).
-  if (g_log.next.load(std::memory_order_relaxed) == b.end) return;
+  // Nothing can lie after a block that ends the log. And after the acquire, with no block
+  // reserved after this one, what any thread logged so far lies before this block's free
+  // entries, what a releaser logged before its release included (it reserved before it released).
+  if (b.end == g_log.capacity ||
+      (acquired && g_log.next.load(std::memory_order_relaxed) == b.end))
+    return;
   const uint64_t size = b.size ? b.size : kBlock;
   if ((b.next - b.start) * 4 < size) b.size = size / 2 > kMinBlock ? size / 2 : kMinBlock;
   b.end = b.next;

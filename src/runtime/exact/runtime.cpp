@@ -1167,8 +1167,10 @@ void relay_retire(void* owner) {
   }
   // Parallel mode after the move to strict order: the relay has simulated all the exited thread
   // pushed and will not lend it the simulator again (a closing lane is taken back first), so its
-  // core goes back to the pool (claim_core), as an exiting parallel thread's does.
-  if (g.parallel_hits) g.free_cores.fetch_or(uint64_t(1) << t->core, std::memory_order_release);
+  // core goes back to the pool (claim_core), as an exiting parallel thread's does; not when the
+  // thread died inside a held hit on it (busy still up).
+  if (g.parallel_hits && !t->busy.load(std::memory_order_acquire))
+    g.free_cores.fetch_or(uint64_t(1) << t->core, std::memory_order_release);
 }
 
 // Starts the relay and moves the calling thread (the only one recording) onto a ring. Called
@@ -1754,9 +1756,10 @@ constexpr uint64_t kCalled = uint64_t(1) << 63;  // in sync_before's answer: nev
 // (strict_asked), so that its next accesses wait for what a relayed thread released (a thread
 // without a lane has no sync mark and waits for nothing).
 // Every acquire also ends the thread's access-log block (alog::seal: the log keeps hand-overs in
-// order; a no-op for a thread that does not log into blocks of its own).
-inline void strict_sync(ThreadState* t) {
-  alog::seal();
+// order; a no-op for a thread that does not log into blocks of its own). `acquired`: after the
+// acquire, not before an operation that will acquire (sync_before).
+inline void strict_sync(ThreadState* t, bool acquired = true) {
+  alog::seal(acquired);
   if (__builtin_expect(g.strict.load(std::memory_order_relaxed) == kStrictRunning, 0) &&
       t != nullptr && !t->relayed && !t_in_runtime)
     strict_asked(t);
@@ -1764,7 +1767,7 @@ inline void strict_sync(ThreadState* t) {
 // (errno: depend_on only pushes, and a push preserves it.)
 uint64_t sync_before(uintptr_t addr, bool acquires) noexcept {
   ThreadState* t = t_state;
-  if (acquires) strict_sync(t);
+  if (acquires) strict_sync(t, false);
   const uint64_t mark = t_in_runtime ? 0 : sync_mark(t);
   if (mark == 0) return 0;
   std::atomic<uint64_t>& slot = sync_slot(addr);
