@@ -23,8 +23,8 @@
 // stay in runs of up to 256, and so does the acquiring atomic's own access (logged before the
 // operation). A thread whose blocks get sealed early reserves smaller ones (down to 8 entries;
 // back up as they fill), so that a program that hands over every few accesses leaves fewer empty
-// block ends in the log; a thread that acquires every access or two still fills the log up to 4x
-// 4-8x faster than its accesses would (blocks of 8).
+// block ends in the log; a thread that acquires every access or two while other threads reserve
+// blocks still fills the log up to 4-8x faster than its accesses would (blocks of 8).
 #pragma once
 #include <atomic>
 #include <cstdint>

@@ -172,9 +172,9 @@ struct Global {
   // and in parallel mode no core left by an exited thread). Their accesses are dropped.
   std::atomic<uint64_t> threads_past_cores{0};
   // Parallel mode: the cores no thread owns (bit c: core c; all 64 at start), taken by a thread
-  // when it attaches and given back when it exits while it still simulates its own accesses
-  // (claim_core, thread_exit). A relayed thread's core is not given back: the relay may still hold
-  // its accesses, and may lend its simulator to the thread.
+  // when it attaches and given back when it exits (claim_core, release_core): by the thread
+  // itself while it still simulates its own accesses (thread_exit), by the relay once it has
+  // simulated all a relayed thread pushed (relay_retire).
   std::atomic<uint64_t> free_cores{0};
   // The simulator runs without locks while the process has one thread. The first
   // pthread_create turns them on (next_thread_index) before the new thread exists; see
@@ -563,6 +563,21 @@ bool claim_core(uint32_t index, uint32_t* core) {
   return false;
 }
 
+// The other half of claim_core: `core` is free for a later thread. Called after the last access
+// simulated on it (release: the next owner's claim sees that access's effects).
+void release_core(uint32_t core) {
+  g.free_cores.fetch_or(uint64_t(1) << core, std::memory_order_release);
+}
+
+// An exiting thread's instruction and step tables, folded into the merged ones.
+void merge_tables(ThreadState* t) {
+  LockGuard lock(g.merged_lock);
+  g.merged.merge_from(t->ips);
+  g.merged_steps.merge_from(t->steps);
+  t->ips.release();
+  t->steps.release();
+}
+
 ThreadState* attach_thread() {
   if (t_unrecorded || g.state.load(std::memory_order_acquire) != kRecording) return nullptr;
   Inside in;
@@ -582,7 +597,7 @@ ThreadState* attach_thread() {
   void* mem = nullptr;
   if (unsafe || index >= kMaxThreads || no_core || !core_for(core) ||
       !(mem = private_alloc(sizeof(ThreadState) + alignof(ThreadState)))) {
-    if (claimed) g.free_cores.fetch_or(uint64_t(1) << core, std::memory_order_release);
+    if (claimed) release_core(core);
     g.unrecorded_threads.fetch_add(1, std::memory_order_relaxed);
     t_unrecorded = true;
     return nullptr;
@@ -605,7 +620,7 @@ ThreadState* attach_thread() {
   if (g.relay_mode || g.strict.load(std::memory_order_acquire) == kStrictRunning) {
     t->relayed = true;
     if (!relay::open_lane(&t->lane, t, int(t->tid))) {
-      if (claimed) g.free_cores.fetch_or(uint64_t(1) << core, std::memory_order_release);
+      if (claimed) release_core(core);
       g.unrecorded_threads.fetch_add(1, std::memory_order_relaxed);
       t_unrecorded = true;
       return nullptr;  // (its ThreadState is not reused: rare, and small)
@@ -649,13 +664,7 @@ void thread_exit(void* p) {
   Inside in;
   t_hit = HitPath{};     // (parallel: its memo hits count into the tables released below)
   reuse::thread_done();  // (its tracker batch, when it simulated inline under locks)
-  {
-    LockGuard lock(g.merged_lock);
-    g.merged.merge_from(t->ips);
-    g.merged_steps.merge_from(t->steps);
-    t->ips.release();
-    t->steps.release();
-  }
+  merge_tables(t);
   // Parallel mode: the core goes back to the pool for a later thread (claim_core). This thread's
   // accesses from here on (instrumented code in a later key destructor) are dropped and counted,
   // as a relayed thread's after its lane closed: the core may have a new owner by then. Not a core
@@ -664,8 +673,7 @@ void thread_exit(void* p) {
   if (g.parallel_hits) {
     t_state = nullptr;
     t_unrecorded = true;
-    if (!t->busy.load(std::memory_order_relaxed))
-      g.free_cores.fetch_or(uint64_t(1) << t->core, std::memory_order_release);
+    if (!t->busy.load(std::memory_order_relaxed)) release_core(t->core);
   }
 }
 
@@ -1158,19 +1166,12 @@ void relay_simulate(void* owner, const AccessRecord& r) {
 
 void relay_retire(void* owner) {
   auto* t = static_cast<ThreadState*>(owner);
-  {
-    LockGuard lock(g.merged_lock);
-    g.merged.merge_from(t->ips);
-    g.merged_steps.merge_from(t->steps);
-    t->ips.release();
-    t->steps.release();
-  }
+  merge_tables(t);
   // Parallel mode after the move to strict order: the relay has simulated all the exited thread
   // pushed and will not lend it the simulator again (a closing lane is taken back first), so its
   // core goes back to the pool (claim_core), as an exiting parallel thread's does; not when the
   // thread died inside a held hit on it (busy still up).
-  if (g.parallel_hits && !t->busy.load(std::memory_order_acquire))
-    g.free_cores.fetch_or(uint64_t(1) << t->core, std::memory_order_release);
+  if (g.parallel_hits && !t->busy.load(std::memory_order_acquire)) release_core(t->core);
 }
 
 // Starts the relay and moves the calling thread (the only one recording) onto a ring. Called
