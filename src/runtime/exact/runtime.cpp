@@ -103,6 +103,14 @@ struct ThreadState {
   uint64_t sharing_window = 0;
   bool sharing_before = false;  // the window before it had kStrictSharing of them
   uint32_t sharing_total = 0;   // while threads took turns (see kStrictTurnsNs)
+  // The mutexes this thread holds (innermost last; past kHeld, not followed), and how many of
+  // them another thread released last (handed over): sharing misses inside such a section are
+  // ordered by the lock, so they do not count as threads taking turns (note_parallel_sharing).
+  static constexpr uint32_t kHeld = 8;
+  uintptr_t held[kHeld] = {};
+  bool held_handed[kHeld] = {};
+  uint32_t nheld = 0, handed_held = 0;
+  uint64_t handed_at = 0;  // `accesses` when it last took a lock that was handed over (+ 1)
   // Parallel mode's pacing (see pace()): when this thread looks next, and per other thread.
   uint64_t next_pace = 0;
   // Per simulated core (parallel mode has at most 64), for the thread that owned it at the last
@@ -213,6 +221,7 @@ struct Global {
   uint64_t strict_after = 0;
   std::atomic<uint32_t> live{0};  // recorded threads that have not exited
   std::atomic<uint64_t> waited_ns{0};  // parallel: when a thread last waited for another (pace)
+  bool turns_always = false;           // WHYMISS_TURNS=1 (tests: see kStrictSharingInTurns)
   std::atomic<bool> written{false};  // the profile is on disk (see finish)
   uint32_t policy = 0, inclusive = 1;
   char output[4096] = {};
@@ -251,8 +260,17 @@ constexpr uint64_t kStrictWindow = uint64_t(1) << 16;
 // its kStrictSharingInTurns-th sharing miss, whatever their rate. (The misses fall mostly on the
 // threads waited for, as they resume, not on the ones that waited.) Private work never misses
 // that way (bench/private_threads.c with 4 and 8 threads on 2 CPUs stays parallel).
+// Not every sharing miss counts there: one inside a critical section of a mutex another thread
+// released last (the lock was handed over), or in the kHandedWindow accesses after taking such a
+// lock, reads what the releaser published: the lock orders it, in host order as in strict order,
+// so taking turns does not hide it. zstd -3 -T1's thread pools hand jobs over under mutexes:
+// their queues' and lock words' lines, and the job's fields read just after the dequeue, missed
+// that way (all within 4,300 accesses of the hand-over) and moved it to strict order after 0.4 M
+// of its 115 M accesses, at the relay's speed. WHYMISS_TURNS=1 (for tests) acts as if some
+// thread had just waited, all run long.
 constexpr uint32_t kStrictSharingInTurns = 4;
 constexpr uint64_t kStrictTurnsNs = 10 * 1000 * 1000;
+constexpr uint64_t kHandedWindow = 8192;
 
 thread_local ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
 
@@ -381,6 +399,7 @@ void init() {
   // One thread per core (the default mapping): no per-core lock is needed. Threads past the
   // last core are then not recorded (see attach_thread) rather than folded.
   k.parallel = g.parallel;
+  if (const char* a = std::getenv("WHYMISS_TURNS"); a && g.parallel) g.turns_always = std::strcmp(a, "1") == 0;
   if (const char* a = std::getenv("WHYMISS_STRICT_AFTER"); a && g.parallel)
     g.strict_after = std::strtoull(a, nullptr, 10);
   g.parallel_hits = g.parallel && g.one_per_core && k.cores <= 64;
@@ -946,7 +965,9 @@ void ask_strict(ThreadState* t, bool by_sharing) {
 
 void note_parallel_sharing(ThreadState* t) {
   const uint64_t waited = g.waited_ns.load(std::memory_order_relaxed);
-  if (waited != 0 && mono_ns() - waited < kStrictTurnsNs && ++t->sharing_total >= kStrictSharingInTurns)
+  const bool ordered = t->handed_held != 0 || (t->handed_at != 0 && t->accesses + 1 - t->handed_at < kHandedWindow);
+  if (!ordered && (g.turns_always || (waited != 0 && mono_ns() - waited < kStrictTurnsNs)) &&
+      ++t->sharing_total >= kStrictSharingInTurns)
     return ask_strict(t, true);
   const uint64_t w = t->accesses / kStrictWindow;
   if (w != t->sharing_window) {
@@ -1802,8 +1823,48 @@ void sync_undo(uintptr_t addr, uint64_t before) noexcept {
 
 // Synchronisation the ABI does not see (sync_hooks.cpp): the same as sync_before/sync_after for
 // an operation that only releases, or only acquires.
-void release_point(uintptr_t addr) noexcept { sync_before(addr, false); }
+// Parallel mode: who released each mutex last (its thread index + 1; hashed by address, so a
+// collision may make a lock look handed over or not: it only decides whether a sharing miss
+// counts as evidence of threads taking turns, see kStrictSharingInTurns).
+constexpr unsigned kReleaserBits = 10;
+constinit std::atomic<uint32_t> g_releaser[1u << kReleaserBits] = {};
+std::atomic<uint32_t>& releaser_slot(uintptr_t addr) {
+  return g_releaser[((addr >> 3) * 0x9E3779B97F4A7C15ull) >> (64 - kReleaserBits)];
+}
+// The thread took the mutex at `addr` (a lock, or a condition wait's return).
+void note_lock_taken(ThreadState* t, uintptr_t addr) {
+  const uint32_t last = releaser_slot(addr).load(std::memory_order_relaxed);
+  const bool handed = last != 0 && last != t->index + 1;
+  if (t->nheld < ThreadState::kHeld) {
+    t->held[t->nheld] = addr;
+    t->held_handed[t->nheld] = handed;
+    ++t->nheld;
+    t->handed_held += handed;
+  }
+  if (handed) t->handed_at = t->accesses + 1;
+}
+// The thread is about to release the mutex at `addr`. Locks need not be released in the order
+// they were taken: the innermost entry for `addr` goes.
+void note_lock_released(ThreadState* t, uintptr_t addr) {
+  for (uint32_t i = t->nheld; i-- > 0;) {
+    if (t->held[i] != addr) continue;
+    if (t->held_handed[i] && t->handed_held > 0) --t->handed_held;
+    for (uint32_t j = i + 1; j < t->nheld; ++j) {
+      t->held[j - 1] = t->held[j];
+      t->held_handed[j - 1] = t->held_handed[j];
+    }
+    --t->nheld;
+    break;
+  }
+  releaser_slot(addr).store(t->index + 1, std::memory_order_relaxed);
+}
+
+void release_point(uintptr_t addr) noexcept {
+  if (ThreadState* t = t_state; t != nullptr && g.parallel_hits && !t_in_runtime) note_lock_released(t, addr);
+  sync_before(addr, false);
+}
 void acquire_point(uintptr_t addr) noexcept {
+  if (ThreadState* t = t_state; t != nullptr && g.parallel_hits && !t_in_runtime) note_lock_taken(t, addr);
   strict_sync(t_state);
   if (t_in_runtime || sync_mark(t_state) == 0) return;
   Inside in;  // errno kept; a signal handler's accesses meanwhile stay out of the ring

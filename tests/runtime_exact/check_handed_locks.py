@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""check_handed_locks.py WHYMISS HANDED_LOCKS: parallel mode's rule for threads that take turns
+(docs/parallel-sim.md, "Strict from the first contention"), with WHYMISS_TURNS=1 acting as if
+they always did, so that the verdicts do not depend on how the host ran the threads:
+- `handed_locks handed` and `handed_locks long`: every sharing miss is inside a critical section
+  of a mutex another thread released last (ordered by the lock), shortly after it was taken or,
+  with `long`, over 8 Ki accesses later: the run must stay in parallel mode, and count sharing
+  misses (at least 4, the rule's count, so that the check is not vacuous);
+- `handed_locks own`: false sharing under locks nobody hands over: the run must move to strict
+  order.
+Exit 0 when both hold, 1 otherwise."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SWITCHED = "from then on the relay put them in turn"
+
+
+def run(whymiss, prog, mode, iters, tmp):
+    out = os.path.join(tmp, f"{mode}.json")
+    env = dict(os.environ, WHYMISS_TURNS="1")
+    r = subprocess.run([whymiss, "run", "--mode", "exact", "--interleave", "parallel", "-o",
+                        os.path.join(tmp, f"{mode}.data"), "--format", "json", "--output", out,
+                        "--", prog, mode, "2", str(iters)], capture_output=True, text=True,
+                       timeout=600, env=env)
+    if r.returncode != 0:
+        raise SystemExit(f"FAIL: {mode}: whymiss exited {r.returncode}: {r.stderr.strip()}")
+    with open(out) as f:
+        rep = json.load(f)
+    l1 = rep["totals"]["levels"][0]["misses_by_kind"]
+    sharing = l1["true_sharing"]["total"] + l1["false_sharing"]["total"]
+    notes = [str(n) for n in rep.get("notes", []) + rep.get("collector_notes", [])]
+    return sharing, any(SWITCHED in n for n in notes)
+
+
+def main():
+    whymiss, prog = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = {mode: run(whymiss, prog, mode, iters, tmp)
+                for mode, iters in (("handed", 3000), ("long", 300), ("own", 3000))}
+    print("; ".join(f"{m}: {s} L1 sharing misses, moved: {v}" for m, (s, v) in runs.items()))
+    for mode in ("handed", "long"):
+        sharing, moved = runs[mode]
+        if sharing < 4:
+            print(f"FAIL: {mode}: the handed-over lock's line missed fewer than 4 times: the "
+                  "threads did not share")
+            return 1
+        if moved:
+            print(f"FAIL: {mode}: sharing ordered by a handed-over lock moved the run to strict order")
+            return 1
+    o_sharing, o_moved = runs["own"]
+    if not o_moved:
+        print("FAIL: false sharing under locks nobody hands over did not move the run to strict order")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
