@@ -6,7 +6,10 @@
  *           section first sweeps the private array 5 times (over 8 Ki accesses), so the
  *           counter's miss comes long after the lock was taken;
  *   own:    every thread increments its own counter under its own mutex, the counters packed on
- *           one line: false sharing that no lock orders.
+ *           one line: false sharing that no lock orders;
+ *   join:   ITERS rounds of: the main thread clears 8 lines of results, starts one worker that
+ *           fills them in, joins it and sums them (THREADS is ignored): every sharing miss comes
+ *           right after a thread's start or a join.
  * Between increments each thread sweeps a private 4 KiB array (so the sharing rate stays under
  * the sustained-rate rule's). Threads start together at a barrier. Prints the counters' sum. */
 #define _GNU_SOURCE
@@ -28,6 +31,26 @@ static int nthreads;
 static pthread_mutex_t own_locks[kMaxThreads];
 static volatile long packed[kMaxThreads] __attribute__((aligned(64)));  /* one line */
 static pthread_barrier_t start;
+static long results[64] __attribute__((aligned(64)));  /* (join: 8 lines) */
+
+static void* fill(void* arg) {
+  (void)arg;
+  for (int i = 0; i < 64; ++i) results[i] = i;
+  return NULL;
+}
+
+static int join_rounds(long rounds) {
+  long sum = 0;
+  for (long r = 0; r < rounds; ++r) {
+    for (int i = 0; i < 64; ++i) results[i] = 0;
+    pthread_t t;
+    if (pthread_create(&t, NULL, fill, NULL) != 0) return 1;
+    pthread_join(t, NULL);
+    for (int i = 0; i < 64; ++i) sum += results[i];
+  }
+  printf("%ld\n", sum);
+  return sum == rounds * (63 * 64 / 2) ? 0 : 1;
+}
 static int handed, long_sections;
 static long iters;
 
@@ -62,10 +85,11 @@ static void* work(void* arg) {
 
 int main(int argc, char** argv) {
   if (argc != 4 || (strcmp(argv[1], "handed") != 0 && strcmp(argv[1], "long") != 0 &&
-                    strcmp(argv[1], "own") != 0)) {
-    fprintf(stderr, "usage: handed_locks handed|long|own THREADS ITERS\n");
+                    strcmp(argv[1], "own") != 0 && strcmp(argv[1], "join") != 0)) {
+    fprintf(stderr, "usage: handed_locks handed|long|own|join THREADS ITERS\n");
     return 2;
   }
+  if (strcmp(argv[1], "join") == 0) return join_rounds(atol(argv[3]));
   handed = strcmp(argv[1], "own") != 0;
   long_sections = strcmp(argv[1], "long") == 0;
   const int n = nthreads = atoi(argv[2]);

@@ -110,7 +110,9 @@ struct ThreadState {
   uintptr_t held[kHeld] = {};
   bool held_handed[kHeld] = {};
   uint32_t nheld = 0, handed_held = 0;
-  uint64_t handed_at = 0;  // `accesses` when it last took a lock that was handed over (+ 1)
+  // `accesses` + 1 when it last took what another thread handed over: a lock another thread
+  // released last, a join, or its own start (0: never).
+  uint64_t handed_at = 0;
   // Parallel mode's pacing (see pace()): when this thread looks next, and per other thread.
   uint64_t next_pace = 0;
   // Per simulated core (parallel mode has at most 64), for the thread that owned it at the last
@@ -262,8 +264,10 @@ constexpr uint64_t kStrictWindow = uint64_t(1) << 16;
 // that way (bench/private_threads.c with 4 and 8 threads on 2 CPUs stays parallel).
 // Not every sharing miss counts there: one inside a critical section of a mutex another thread
 // released last (the lock was handed over), or in the kHandedWindow accesses after taking such a
-// lock, reads what the releaser published: the lock orders it, in host order as in strict order,
-// so taking turns does not hide it. zstd -3 -T1's thread pools hand jobs over under mutexes:
+// lock, after a pthread_join, or at a thread's start, reads what the releaser published: the
+// hand-over orders it, in host order as in strict order, so taking turns does not hide it. (A
+// main thread that reads what the workers it joined wrote into lines it wrote before misses that
+// way once per line and round.) zstd -3 -T1's thread pools hand jobs over under mutexes:
 // their queues' and lock words' lines, and the job's fields read just after the dequeue, missed
 // that way (all within 4,300 accesses of the hand-over) and moved it to strict order after 0.4 M
 // of its 115 M accesses, at the relay's speed. WHYMISS_TURNS=1 (for tests) acts as if some
@@ -656,6 +660,7 @@ ThreadState* attach_thread() {
   } else if (g.parallel_hits) {
     enable_parallel_hits(t);
   }
+  if (t_preassigned) t->handed_at = 1;  // (started by pthread_create: see kHandedWindow)
   g.core_owner[t->core].store(index, std::memory_order_relaxed);
   g.live.fetch_add(1, std::memory_order_relaxed);
   g.threads[index].store(t, std::memory_order_release);
@@ -1874,6 +1879,7 @@ void acquire_point(uintptr_t addr) noexcept {
 // pthread_join returned: the joined thread's accesses come before the joiner's next ones.
 void after_join(pthread_t th) noexcept {
   ThreadState* self = t_state;
+  if (self != nullptr && g.parallel_hits && !t_in_runtime) self->handed_at = self->accesses + 1;
   strict_sync(self);
   if (sync_mark(self) == 0) return;
   // Newest first: a pthread_t may be reused once its thread has been joined. (Not only the
