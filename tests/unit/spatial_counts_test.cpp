@@ -3,12 +3,14 @@
 // inside the object count as fetched and those in the tenure's mask as touched, per phase
 // (offset from the object's start modulo 64). Serialised callers go through bit-sliced counters
 // that carry into the record past 2^16 per phase; the test drives one phase past that, lines
-// that straddle an object's start and end, and a stretch of unserialised (atomic) updates.
+// that straddle an object's start and end, and a stretch of unserialised updates; then threads
+// that evict lines of one object at once.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "runtime/exact/spatial.h"
@@ -87,6 +89,57 @@ TEST(SpatialCounts, SerialisedSlicedCountsMatchANaiveModelPastTheirCarry) {
   }
   // The run above did reach the carry: line byte 8 of that line is object byte 5 x 64 + 8 - 16.
   EXPECT_GT(ea.touched[(5 * 64 + 8 - 16) % 64], 70000u);
+}
+
+// Threads simulating at once (parallel mode) evict lines of the same objects at the same time:
+// none of their counts may be lost (unserialised callers take the slot's lock).
+TEST(SpatialCounts, ThreadsEvictingLinesOfOneObjectAtOnceLoseNoCount) {
+  spatial::start(6);  // (a fresh table: the test above's objects are left behind)
+  ASSERT_TRUE(spatial::on());
+  HeapObject a{}, b{};
+  a.serial = 11, a.start = 0x2000010, a.size = 64 * 256;
+  b.serial = 12, b.start = 0x3000030, b.size = 100;
+  constexpr int kThreads = 2, kEvictions = 200000;
+  Expected ea[kThreads], eb[kThreads];
+  auto work = [&](int t) {
+    std::mt19937_64 rng(100 + t);
+    const uint64_t a_first = a.start / 64;
+    for (int i = 0; i < kEvictions; ++i) {
+      const bool to_a = i % 4 != 0;
+      const HeapObject& o = to_a ? a : b;
+      const uint64_t line = to_a ? a_first + rng() % 257 : b.start / 64 + i % 2;
+      const uint64_t mask = i % 5 == 0 ? ~uint64_t(0) : rng() & rng();
+      spatial::evicted(o, line, mask, false);
+      model(to_a ? ea[t] : eb[t], o, line, mask);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(work, t);
+  for (auto& th : threads) th.join();
+  Expected sa, sb;
+  for (int t = 0; t < kThreads; ++t)
+    for (auto [sum, e] : {std::pair{&sa, &ea[t]}, std::pair{&sb, &eb[t]}}) {
+      sum->lines += e->lines, sum->fetched_bytes += e->fetched_bytes, sum->touched_bytes += e->touched_bytes;
+      for (int p = 0; p < profile::kUsePhases; ++p) sum->fetched[p] += e->fetched[p], sum->touched[p] += e->touched[p];
+    }
+  std::vector<profile::ObjectUseRecord> out(spatial::count());
+  const size_t n = spatial::export_records(out.data(), out.size());
+  int seen = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const auto& r = out[i];
+    if (r.serial != 11 && r.serial != 12) continue;
+    ++seen;
+    const Expected& e = r.serial == 11 ? sa : sb;
+    SCOPED_TRACE(r.serial);
+    EXPECT_EQ(r.lines, e.lines);
+    EXPECT_EQ(r.fetched_bytes, e.fetched_bytes);
+    EXPECT_EQ(r.touched_bytes, e.touched_bytes);
+    for (int p = 0; p < profile::kUsePhases; ++p) {
+      EXPECT_EQ(r.fetched[p], e.fetched[p]) << "phase " << p;
+      EXPECT_EQ(r.touched[p], e.touched[p]) << "phase " << p;
+    }
+  }
+  EXPECT_EQ(seen, 2);
 }
 
 }  // namespace

@@ -17,7 +17,7 @@
 
 namespace whymiss::rt::spatial {
 
-inline constexpr uint32_t kUseObjects = 2048;  // ~2.7 MiB (1,336 bytes a slot)
+inline constexpr uint32_t kUseObjects = 2048;  // ~2.7 MiB (1,344 bytes a slot)
 
 // Reads the environment and reserves the table.
 void start(unsigned line_shift) noexcept;
