@@ -2,11 +2,13 @@
 """check_handed_locks.py WHYMISS HANDED_LOCKS: parallel mode's rule for threads that take turns
 (docs/parallel-sim.md, "Strict from the first contention"), with WHYMISS_TURNS=1 acting as if
 they always did, so that the verdicts do not depend on how the host ran the threads:
-- `handed_locks handed` and `handed_locks long`: every sharing miss is inside a critical section
-  of a mutex another thread released last (ordered by the lock), shortly after it was taken or,
-  with `long`, over 8 Ki accesses later; `handed_locks join`: right after a thread's start, or
-  after a pthread_join: each run must stay in parallel mode, and count sharing misses (at least
-  4, the rule's count, so that the check is not vacuous);
+- `handed_locks handed` and `handed_locks long`: every sharing miss comes after taking a mutex
+  another thread released last (ordered by the lock): `handed`, inside the critical section or
+  a few accesses after it; `long`, inside it, over 8 Ki accesses after the lock was taken;
+  `handed_locks join`: right after a thread's start, or
+  after a pthread_join: each run must stay in parallel mode, and count at least 8 sharing misses
+  (so that one of two threads, or join's main thread, made the rule's 4: the check is not
+  vacuous);
 - `handed_locks own`: false sharing under locks nobody hands over: the run must move to strict
   order.
 Exit 0 when both hold, 1 otherwise."""
@@ -44,8 +46,8 @@ def main():
     print("; ".join(f"{m}: {s} L1 sharing misses, moved: {v}" for m, (s, v) in runs.items()))
     for mode in ("handed", "long", "join"):
         sharing, moved = runs[mode]
-        if sharing < 4:
-            print(f"FAIL: {mode}: fewer than 4 sharing misses: the threads did not share")
+        if sharing < 8:
+            print(f"FAIL: {mode}: fewer than 8 sharing misses: the threads did not share")
             return 1
         if moved:
             print(f"FAIL: {mode}: sharing ordered by a hand-over moved the run to strict order")

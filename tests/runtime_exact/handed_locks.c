@@ -1,10 +1,12 @@
 /* Threads that share lines only under mutexes (parallel mode's "threads take turns" rule,
  * docs/parallel-sim.md): handed_locks MODE THREADS ITERS.
- *   handed: every thread increments a counter under one mutex, beside it on its line, so every
- *           sharing miss is inside a critical section of a lock another thread released last;
- *   long:   the same, the threads taking turns on a condition variable, and each critical
- *           section first sweeps the private array 5 times (over 8 Ki accesses), so the
- *           counter's miss comes long after the lock was taken;
+ *   handed: every thread increments a counter under one mutex, beside it on its line, and
+ *           writes a value on a line of its own there; after the unlock it reads the value the
+ *           next thread wrote: every sharing miss is inside a critical section of a lock another
+ *           thread released last, or a few accesses after it;
+ *   long:   the threads take turns on a condition variable under that mutex, and each critical
+ *           section first sweeps the private array 5 times (over 8 Ki accesses), then increments
+ *           a counter on a line of its own: that miss comes long after the lock was taken;
  *   own:    every thread increments its own counter under its own mutex, the counters packed on
  *           one line: false sharing that no lock orders;
  *   join:   ITERS rounds of: the main thread clears 8 lines of results, starts one worker that
@@ -24,6 +26,9 @@ static struct {
   pthread_mutex_t lock;
   long counter;
 } __attribute__((aligned(64))) shared = {PTHREAD_MUTEX_INITIALIZER, 0};
+static struct {
+  volatile long value;
+} __attribute__((aligned(64))) published[kMaxThreads], long_counter;  /* a line each */
 static pthread_cond_t turn_changed = PTHREAD_COND_INITIALIZER;
 static long turn;  /* (long: whose turn it is; under shared.lock) */
 static int nthreads;
@@ -66,12 +71,16 @@ static void* work(void* arg) {
         while (turn != me) pthread_cond_wait(&turn_changed, &shared.lock);
         for (int k = 0; k < 5; ++k)
           for (int j = 0; j < kPrivate; ++j) mine[j] += j;
+        long_counter.value++;
         turn = (turn + 1) % nthreads;
         pthread_cond_broadcast(&turn_changed);
+        pthread_mutex_unlock(&shared.lock);
+        continue;
       }
       shared.counter++;
+      published[me].value = i;
       pthread_mutex_unlock(&shared.lock);
-      if (long_sections) continue;
+      mine[0] += (int)published[(me + 1) % nthreads].value;
     } else {
       pthread_mutex_lock(&own_locks[me]);
       packed[me]++;
@@ -103,7 +112,7 @@ int main(int argc, char** argv) {
   pthread_t t[kMaxThreads];
   for (long i = 0; i < n; ++i) pthread_create(&t[i], NULL, work, (void*)i);
   for (int i = 0; i < n; ++i) pthread_join(t[i], NULL);
-  long sum = shared.counter;
+  long sum = shared.counter + long_counter.value;
   for (int i = 0; i < n; ++i) sum += packed[i];
   printf("%ld\n", sum);
   return sum == n * iters ? 0 : 1;

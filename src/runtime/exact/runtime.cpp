@@ -263,9 +263,13 @@ constexpr uint64_t kStrictWindow = uint64_t(1) << 16;
 // threads waited for, as they resume, not on the ones that waited.) Private work never misses
 // that way (bench/private_threads.c with 4 and 8 threads on 2 CPUs stays parallel).
 // Not every sharing miss counts there: one inside a critical section of a mutex another thread
-// released last (the lock was handed over), or in the kHandedWindow accesses after taking such a
-// lock, after a pthread_join, or at a thread's start, reads what the releaser published: the
-// hand-over orders it, in host order as in strict order, so taking turns does not hide it. (A
+// released last (the lock was handed over; up to kHandedSection accesses after taking it), or in
+// the kHandedWindow accesses after taking such a lock, after a pthread_join, or at the start of a
+// thread pthread_create started, reads what the releaser published: the hand-over orders it, in
+// host order as in strict order, so taking turns does not hide it. (The price: racy sharing in
+// those spans does not count either; a thread pool whose jobs take under 8 Ki accesses then
+// relies on its other misses, or on the sustained rate, to move. bench/README.md, "Parallel
+// against strict", has pools that all moved.) (A
 // main thread that reads what the workers it joined wrote into lines it wrote before misses that
 // way once per line and round.) zstd -3 -T1's thread pools hand jobs over under mutexes:
 // their queues' and lock words' lines, and the job's fields read just after the dequeue, missed
@@ -275,6 +279,7 @@ constexpr uint64_t kStrictWindow = uint64_t(1) << 16;
 constexpr uint32_t kStrictSharingInTurns = 4;
 constexpr uint64_t kStrictTurnsNs = 10 * 1000 * 1000;
 constexpr uint64_t kHandedWindow = 8192;
+constexpr uint64_t kHandedSection = uint64_t(1) << 20;  // a critical section, at most this long
 
 thread_local ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
 
@@ -403,7 +408,8 @@ void init() {
   // One thread per core (the default mapping): no per-core lock is needed. Threads past the
   // last core are then not recorded (see attach_thread) rather than folded.
   k.parallel = g.parallel;
-  if (const char* a = std::getenv("WHYMISS_TURNS"); a && g.parallel) g.turns_always = std::strcmp(a, "1") == 0;
+  if (const char* a = std::getenv("WHYMISS_TURNS"); a && g.parallel)
+    g.turns_always = std::strcmp(a, "1") == 0;
   if (const char* a = std::getenv("WHYMISS_STRICT_AFTER"); a && g.parallel)
     g.strict_after = std::strtoull(a, nullptr, 10);
   g.parallel_hits = g.parallel && g.one_per_core && k.cores <= 64;
@@ -970,7 +976,9 @@ void ask_strict(ThreadState* t, bool by_sharing) {
 
 void note_parallel_sharing(ThreadState* t) {
   const uint64_t waited = g.waited_ns.load(std::memory_order_relaxed);
-  const bool ordered = t->handed_held != 0 || (t->handed_at != 0 && t->accesses + 1 - t->handed_at < kHandedWindow);
+  const uint64_t since = t->accesses + 1 - t->handed_at;  // (handed_at 0: never, a huge count)
+  const bool ordered = t->handed_at != 0 &&
+                       (since < kHandedWindow || (t->handed_held != 0 && since < kHandedSection));
   if (!ordered && (g.turns_always || (waited != 0 && mono_ns() - waited < kStrictTurnsNs)) &&
       ++t->sharing_total >= kStrictSharingInTurns)
     return ask_strict(t, true);
@@ -1828,18 +1836,31 @@ void sync_undo(uintptr_t addr, uint64_t before) noexcept {
 
 // Synchronisation the ABI does not see (sync_hooks.cpp): the same as sync_before/sync_after for
 // an operation that only releases, or only acquires.
-// Parallel mode: who released each mutex last (its thread index + 1; hashed by address, so a
-// collision may make a lock look handed over or not: it only decides whether a sharing miss
-// counts as evidence of threads taking turns, see kStrictSharingInTurns).
+namespace {
+// Parallel mode: who released each mutex last, hashed by address and tagged with it: the slot
+// holds (addr >> 3) << 20 | (thread index + 1). A slot another mutex took over meanwhile makes a
+// lock look not handed over, the cautious side (its misses count, see kStrictSharingInTurns).
 constexpr unsigned kReleaserBits = 10;
-constinit std::atomic<uint32_t> g_releaser[1u << kReleaserBits] = {};
-std::atomic<uint32_t>& releaser_slot(uintptr_t addr) {
+constexpr unsigned kReleaserIndexBits = 20;  // (kMaxThreads is far below 2^20)
+constinit std::atomic<uint64_t> g_releaser[1u << kReleaserBits] = {};
+std::atomic<uint64_t>& releaser_slot(uintptr_t addr) {
   return g_releaser[((addr >> 3) * 0x9E3779B97F4A7C15ull) >> (64 - kReleaserBits)];
+}
+uint64_t releaser_tag(uintptr_t addr) {
+  return (addr >> 3) & ((uint64_t(1) << (64 - kReleaserIndexBits)) - 1);
+}
+// Only while parallel mode can still move (after that the rule is moot), and only for the
+// thread's own fields (a relayed thread's `accesses` is the relay's to write).
+bool follows_locks(const ThreadState* t) {
+  return t != nullptr && g.parallel_hits && !t_in_runtime && !t->relayed &&
+         g.strict.load(std::memory_order_relaxed) == kStrictNone;
 }
 // The thread took the mutex at `addr` (a lock, or a condition wait's return).
 void note_lock_taken(ThreadState* t, uintptr_t addr) {
-  const uint32_t last = releaser_slot(addr).load(std::memory_order_relaxed);
-  const bool handed = last != 0 && last != t->index + 1;
+  const uint64_t last = releaser_slot(addr).load(std::memory_order_relaxed);
+  const uint64_t index_mask = (uint64_t(1) << kReleaserIndexBits) - 1;
+  const bool handed = last != 0 && (last >> kReleaserIndexBits) == releaser_tag(addr) &&
+                      (last & index_mask) != t->index + 1;
   if (t->nheld < ThreadState::kHeld) {
     t->held[t->nheld] = addr;
     t->held_handed[t->nheld] = handed;
@@ -1849,7 +1870,8 @@ void note_lock_taken(ThreadState* t, uintptr_t addr) {
   if (handed) t->handed_at = t->accesses + 1;
 }
 // The thread is about to release the mutex at `addr`. Locks need not be released in the order
-// they were taken: the innermost entry for `addr` goes.
+// they were taken: the innermost entry for `addr` goes. (One another thread unlocks stays listed
+// for its locker: kHandedSection bounds what that exempts.)
 void note_lock_released(ThreadState* t, uintptr_t addr) {
   for (uint32_t i = t->nheld; i-- > 0;) {
     if (t->held[i] != addr) continue;
@@ -1861,15 +1883,19 @@ void note_lock_released(ThreadState* t, uintptr_t addr) {
     --t->nheld;
     break;
   }
-  releaser_slot(addr).store(t->index + 1, std::memory_order_relaxed);
+  const uint64_t mine = releaser_tag(addr) << kReleaserIndexBits | (t->index + 1);
+  std::atomic<uint64_t>& slot = releaser_slot(addr);
+  if (slot.load(std::memory_order_relaxed) != mine)  // (no store, and no line taken, if unchanged)
+    slot.store(mine, std::memory_order_relaxed);
 }
+}  // namespace
 
 void release_point(uintptr_t addr) noexcept {
-  if (ThreadState* t = t_state; t != nullptr && g.parallel_hits && !t_in_runtime) note_lock_released(t, addr);
+  if (ThreadState* t = t_state; follows_locks(t)) note_lock_released(t, addr);
   sync_before(addr, false);
 }
 void acquire_point(uintptr_t addr) noexcept {
-  if (ThreadState* t = t_state; t != nullptr && g.parallel_hits && !t_in_runtime) note_lock_taken(t, addr);
+  if (ThreadState* t = t_state; follows_locks(t)) note_lock_taken(t, addr);
   strict_sync(t_state);
   if (t_in_runtime || sync_mark(t_state) == 0) return;
   Inside in;  // errno kept; a signal handler's accesses meanwhile stay out of the ring
@@ -1879,7 +1905,7 @@ void acquire_point(uintptr_t addr) noexcept {
 // pthread_join returned: the joined thread's accesses come before the joiner's next ones.
 void after_join(pthread_t th) noexcept {
   ThreadState* self = t_state;
-  if (self != nullptr && g.parallel_hits && !t_in_runtime) self->handed_at = self->accesses + 1;
+  if (follows_locks(self)) self->handed_at = self->accesses + 1;
   strict_sync(self);
   if (sync_mark(self) == 0) return;
   // Newest first: a pthread_t may be reused once its thread has been joined. (Not only the
