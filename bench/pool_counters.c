@@ -18,11 +18,18 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t nonempty = PTHREAD_COND_INITIALIZER, nonfull = PTHREAD_COND_INITIALIZER;
 static long queue[kQueue];
 static int head, tail, count, done;
-static long jobwork, every = 15;
-static int place, pad;
+/* The settings, on a line of their own: beside the queue's indices, the workers' reads of them
+ * took sharing misses of their own. Written before the workers start. */
+static struct {
+  long jobwork, every;
+  int place, pad;
+} __attribute__((aligned(64))) cfg = {0, 15, 0, 0};
 static volatile long counters[kMaxWorkers * 8] __attribute__((aligned(64)));
 
-static void bump(long me) { counters[pad ? me * 8 : me]++; }
+static volatile long sink;
+static int ok;  /* what a worker that ran returns (its address) */
+
+static void bump(long me) { counters[cfg.pad ? me * 8 : me]++; }
 
 static void* worker(void* arg) {
   const long me = (long)arg;
@@ -41,15 +48,16 @@ static void* worker(void* arg) {
     count--;
     pthread_cond_signal(&nonfull);
     pthread_mutex_unlock(&lock);
-    if (place == 0) bump(me);
-    for (long i = 0; i < jobwork; ++i) {
+    if (cfg.place == 0) bump(me);
+    for (long i = 0; i < cfg.jobwork; ++i) {
       acc += mine[(job + i) & 4095]++;
-      if (place == 2 && (i & every) == 0) bump(me);
+      if (cfg.place == 2 && (i & cfg.every) == 0) bump(me);
     }
-    if (place == 1) bump(me);
+    if (cfg.place == 1) bump(me);
   }
   free(mine);
-  return (void*)acc;
+  sink = acc;
+  return &ok;
 }
 
 int main(int argc, char** argv) {
@@ -59,18 +67,23 @@ int main(int argc, char** argv) {
   }
   const int n = atoi(argv[1]);
   const long jobs = atol(argv[2]);
-  jobwork = atol(argv[3]);
-  place = atoi(argv[4]);
-  pad = atoi(argv[5]);
-  if (argc == 7) every = atol(argv[6]);
-  if (n < 1 || n > kMaxWorkers || jobs < 0 || jobwork < 0 || place < 0 || place > 2 ||
-      every < 0 || (every & (every + 1)) != 0) {
-    fprintf(stderr, "pool_counters: WORKERS 1-%d, PLACE 0-2, EVERY a power of two less one\n",
-            kMaxWorkers);
+  cfg.jobwork = atol(argv[3]);
+  cfg.place = atoi(argv[4]);
+  cfg.pad = atoi(argv[5]);
+  if (argc == 7) cfg.every = atol(argv[6]);
+  if (n < 1 || n > kMaxWorkers || jobs < 0 || cfg.jobwork < 0 || cfg.place < 0 || cfg.place > 2 ||
+      (cfg.pad != 0 && cfg.pad != 1) || cfg.every < 0 || cfg.every > (1L << 40) ||
+      (cfg.every & (cfg.every + 1)) != 0) {
+    fprintf(stderr, "pool_counters: WORKERS 1-%d, PLACE 0-2, PAD 0 or 1, EVERY a power of two less "
+            "one (at most 2^40 - 1)\n", kMaxWorkers);
     return 2;
   }
   pthread_t t[kMaxWorkers];
-  for (long i = 0; i < n; ++i) pthread_create(&t[i], NULL, worker, (void*)i);
+  for (long i = 0; i < n; ++i)
+    if (pthread_create(&t[i], NULL, worker, (void*)i) != 0) {
+      fprintf(stderr, "pool_counters: cannot start a worker\n");
+      return 1;  /* (the started ones die with the process) */
+    }
   for (long j = 0; j < jobs; ++j) {
     pthread_mutex_lock(&lock);
     while (count == kQueue) pthread_cond_wait(&nonfull, &lock);
@@ -84,9 +97,16 @@ int main(int argc, char** argv) {
   done = 1;
   pthread_cond_broadcast(&nonempty);
   pthread_mutex_unlock(&lock);
-  for (int i = 0; i < n; ++i) pthread_join(t[i], NULL);
-  long sum = 0;
+  int failed = 0;
+  for (int i = 0; i < n; ++i) {
+    void* r = NULL;
+    pthread_join(t[i], &r);
+    failed |= r != &ok;  /* (a worker whose array could not be had) */
+  }
+  long sum = 0, expect = 0;
   for (int i = 0; i < kMaxWorkers * 8; ++i) sum += counters[i];
+  if (cfg.place < 2) expect = jobs;
+  else expect = jobs * ((cfg.jobwork + cfg.every) / (cfg.every + 1));
   printf("%ld\n", sum);
-  return 0;
+  return failed || sum != expect ? 1 : 0;
 }

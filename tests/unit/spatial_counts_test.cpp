@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <random>
 #include <thread>
 #include <vector>
@@ -100,22 +101,35 @@ TEST(SpatialCounts, ThreadsEvictingLinesOfOneObjectAtOnceLoseNoCount) {
   a.serial = 11, a.start = 0x2000010, a.size = 64 * 256;
   b.serial = 12, b.start = 0x3000030, b.size = 100;
   constexpr int kThreads = 2, kEvictions = 200000;
-  Expected ea[kThreads], eb[kThreads];
-  auto work = [&](int t) {
+  struct Eviction {
+    bool to_a;
+    uint64_t line, mask;
+  };
+  // The inputs first, then the threads released together into a tight loop, so that they
+  // overlap (with the model applied inside the loop they barely did, and the test caught a
+  // missing lock in about half the runs).
+  std::vector<Eviction> todo[kThreads];
+  for (int t = 0; t < kThreads; ++t) {
     std::mt19937_64 rng(100 + t);
-    const uint64_t a_first = a.start / 64;
     for (int i = 0; i < kEvictions; ++i) {
       const bool to_a = i % 4 != 0;
-      const HeapObject& o = to_a ? a : b;
-      const uint64_t line = to_a ? a_first + rng() % 257 : b.start / 64 + i % 2;
-      const uint64_t mask = i % 5 == 0 ? ~uint64_t(0) : rng() & rng();
-      spatial::evicted(o, line, mask, false);
-      model(to_a ? ea[t] : eb[t], o, line, mask);
+      const uint64_t line = to_a ? a.start / 64 + rng() % 257 : b.start / 64 + i % 2;
+      todo[t].push_back({to_a, line, i % 5 == 0 ? ~uint64_t(0) : rng() & rng()});
     }
+  }
+  std::atomic<int> ready{0};
+  auto work = [&](int t) {
+    ready.fetch_add(1);
+    while (ready.load() < kThreads) {
+    }
+    for (const Eviction& e : todo[t]) spatial::evicted(e.to_a ? a : b, e.line, e.mask, false);
   };
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) threads.emplace_back(work, t);
   for (auto& th : threads) th.join();
+  Expected ea[kThreads], eb[kThreads];
+  for (int t = 0; t < kThreads; ++t)
+    for (const Eviction& e : todo[t]) model(e.to_a ? ea[t] : eb[t], e.to_a ? a : b, e.line, e.mask);
   Expected sa, sb;
   for (int t = 0; t < kThreads; ++t)
     for (auto [sum, e] : {std::pair{&sa, &ea[t]}, std::pair{&sb, &eb[t]}}) {

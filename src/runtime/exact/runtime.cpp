@@ -108,6 +108,7 @@ struct ThreadState {
   // ordered by the lock, so they do not count as threads taking turns (note_parallel_sharing).
   static constexpr uint32_t kHeld = 8;
   uintptr_t held[kHeld] = {};
+  uint64_t held_at[kHeld] = {};  // `accesses` + 1 when it was taken
   bool held_handed[kHeld] = {};
   uint32_t nheld = 0, handed_held = 0;
   // `accesses` + 1 when it last took what another thread handed over: a lock another thread
@@ -976,9 +977,11 @@ void ask_strict(ThreadState* t, bool by_sharing) {
 
 void note_parallel_sharing(ThreadState* t) {
   const uint64_t waited = g.waited_ns.load(std::memory_order_relaxed);
-  const uint64_t since = t->accesses + 1 - t->handed_at;  // (handed_at 0: never, a huge count)
-  const bool ordered = t->handed_at != 0 &&
-                       (since < kHandedWindow || (t->handed_held != 0 && since < kHandedSection));
+  bool ordered = t->handed_at != 0 && t->accesses + 1 - t->handed_at < kHandedWindow;
+  // (Each handed-over section for at most kHandedSection accesses: one another thread unlocked
+  // stays listed, and must not exempt its locker for good.)
+  for (uint32_t i = 0; !ordered && t->handed_held != 0 && i < t->nheld; ++i)
+    ordered = t->held_handed[i] && t->accesses + 1 - t->held_at[i] < kHandedSection;
   if (!ordered && (g.turns_always || (waited != 0 && mono_ns() - waited < kStrictTurnsNs)) &&
       ++t->sharing_total >= kStrictSharingInTurns)
     return ask_strict(t, true);
@@ -1863,6 +1866,7 @@ void note_lock_taken(ThreadState* t, uintptr_t addr) {
                       (last & index_mask) != t->index + 1;
   if (t->nheld < ThreadState::kHeld) {
     t->held[t->nheld] = addr;
+    t->held_at[t->nheld] = t->accesses + 1;
     t->held_handed[t->nheld] = handed;
     ++t->nheld;
     t->handed_held += handed;
@@ -1878,6 +1882,7 @@ void note_lock_released(ThreadState* t, uintptr_t addr) {
     if (t->held_handed[i] && t->handed_held > 0) --t->handed_held;
     for (uint32_t j = i + 1; j < t->nheld; ++j) {
       t->held[j - 1] = t->held[j];
+      t->held_at[j - 1] = t->held_at[j];
       t->held_handed[j - 1] = t->held_handed[j];
     }
     --t->nheld;

@@ -14,7 +14,8 @@ namespace {
 // so adding a mask (1 to the counter of each set bit) is a ripple-carry add across the planes,
 // ~2 planes on average whatever the number of bits, where a loop over the bits cost ~8
 // instructions a bit (a line with 8 bytes touched: ~60 per eviction). A counter that would pass
-// 2^kPlanes - 1 carries into `spill` (64 plain counters). Not atomic: for serialised callers.
+// 2^kPlanes - 1 carries into `spill` (64 plain counters). Not atomic: for serialised callers and
+// holders of the slot's lock.
 struct SlicedCounts {
   static constexpr int kPlanes = 16;
   uint64_t plane[kPlanes];

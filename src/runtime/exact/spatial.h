@@ -2,7 +2,7 @@
 // for every line L1 evicts to make room (sim::LineResult::l1_victim), the heap object holding it
 // is credited with the line and with the bytes of it the program touched during the line's L1
 // tenure, per phase (offset from the object's start modulo 64). The runtime core calls
-// spatial::evicted() from with_object(), holding the object's lock; the table (private heap,
+// spatial::evicted() for each object a victim overlaps (up to 4); the table (private heap,
 // kUseObjects objects, open addressing by serial) is fixed at start, objects it has no room for
 // are dropped and counted. Lines in no live object are counted only.
 //
@@ -24,8 +24,8 @@ void start(unsigned line_shift) noexcept;
 bool on() noexcept;
 
 // L1 evicted `line`, which overlaps object `o` (a copy will do), and its tenure touched the
-// granules in `mask`. `serialised`: no other thread calls in meanwhile (plain adds); otherwise
-// the counts are added atomically.
+// granules in `mask`. `serialised`: no other thread calls in meanwhile (no lock); otherwise
+// the update holds the object's slot lock (a leaf lock: nothing is called under it).
 void evicted(const HeapObject& o, uint64_t line, uint64_t mask, bool serialised) noexcept;
 // One L1 eviction seen (call once per evicted line, whether or not it overlaps objects);
 // `serialised` as for evicted().
