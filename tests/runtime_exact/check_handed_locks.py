@@ -12,37 +12,26 @@ they always did, so that the verdicts do not depend on how the host ran the thre
 - `handed_locks own`: false sharing under locks nobody hands over: the run must move to strict
   order.
 Exit 0 when both hold, 1 otherwise."""
-import json
 import os
-import subprocess
 import sys
 import tempfile
 
-SWITCHED = "from then on the relay put them in turn"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from check_interleave_switch import run as run_report  # noqa: E402
 
 
-def run(whymiss, prog, mode, iters, tmp):
-    out = os.path.join(tmp, f"{mode}.json")
-    env = dict(os.environ, WHYMISS_TURNS="1")
-    r = subprocess.run([whymiss, "run", "--mode", "exact", "--interleave", "parallel", "-o",
-                        os.path.join(tmp, f"{mode}.data"), "--format", "json", "--output", out,
-                        "--", prog, mode, "2", str(iters)], capture_output=True, text=True,
-                       timeout=600, env=env)
-    if r.returncode != 0:
-        raise SystemExit(f"FAIL: {mode}: whymiss exited {r.returncode}: {r.stderr.strip()}")
-    with open(out) as f:
-        rep = json.load(f)
-    l1 = rep["totals"]["levels"][0]["misses_by_kind"]
-    sharing = l1["true_sharing"]["total"] + l1["false_sharing"]["total"]
-    notes = [str(n) for n in rep.get("notes", []) + rep.get("collector_notes", [])]
-    return sharing, any(SWITCHED in n for n in notes)
+def run(whymiss, prog, mode, iters):
+    """(L1 sharing misses, whether the run moved to strict order) of one parallel-mode run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        _, sharing, moved, _ = run_report(whymiss, [prog, mode, "2", str(iters)], "parallel", tmp)
+    return sharing, moved
 
 
 def main():
     whymiss, prog = sys.argv[1], sys.argv[2]
-    with tempfile.TemporaryDirectory() as tmp:
-        runs = {mode: run(whymiss, prog, mode, iters, tmp)
-                for mode, iters in (("handed", 3000), ("long", 300), ("join", 100), ("own", 3000))}
+    os.environ["WHYMISS_TURNS"] = "1"  # (inherited by every run)
+    runs = {mode: run(whymiss, prog, mode, iters)
+            for mode, iters in (("handed", 3000), ("long", 300), ("join", 100), ("own", 3000))}
     print("; ".join(f"{m}: {s} L1 sharing misses, moved: {v}" for m, (s, v) in runs.items()))
     for mode in ("handed", "long", "join"):
         sharing, moved = runs[mode]

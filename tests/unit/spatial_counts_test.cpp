@@ -46,6 +46,18 @@ void model(Expected& e, const HeapObject& o, uint64_t line, uint64_t mask) {
   if (any) e.lines++;
 }
 
+// A record against its expected counts.
+void expect_counts(const profile::ObjectUseRecord& r, const Expected& e) {
+  SCOPED_TRACE(r.serial);
+  EXPECT_EQ(r.lines, e.lines);
+  EXPECT_EQ(r.fetched_bytes, e.fetched_bytes);
+  EXPECT_EQ(r.touched_bytes, e.touched_bytes);
+  for (int p = 0; p < profile::kUsePhases; ++p) {
+    EXPECT_EQ(r.fetched[p], e.fetched[p]) << "phase " << p;
+    EXPECT_EQ(r.touched[p], e.touched[p]) << "phase " << p;
+  }
+}
+
 TEST(SpatialCounts, SerialisedSlicedCountsMatchANaiveModelPastTheirCarry) {
   spatial::start(6);
   ASSERT_TRUE(spatial::on());
@@ -77,17 +89,7 @@ TEST(SpatialCounts, SerialisedSlicedCountsMatchANaiveModelPastTheirCarry) {
 
   std::vector<profile::ObjectUseRecord> out(spatial::count());
   ASSERT_EQ(spatial::export_records(out.data(), out.size()), 2u);
-  for (const auto& r : out) {
-    const Expected& e = r.serial == 1 ? ea : eb;
-    SCOPED_TRACE(r.serial);
-    EXPECT_EQ(r.lines, e.lines);
-    EXPECT_EQ(r.fetched_bytes, e.fetched_bytes);
-    EXPECT_EQ(r.touched_bytes, e.touched_bytes);
-    for (int p = 0; p < profile::kUsePhases; ++p) {
-      EXPECT_EQ(r.fetched[p], e.fetched[p]) << "phase " << p;
-      EXPECT_EQ(r.touched[p], e.touched[p]) << "phase " << p;
-    }
-  }
+  for (const auto& r : out) expect_counts(r, r.serial == 1 ? ea : eb);
   // The run above did reach the carry: line byte 8 of that line is object byte 5 x 64 + 8 - 16.
   EXPECT_GT(ea.touched[(5 * 64 + 8 - 16) % 64], 70000u);
 }
@@ -143,15 +145,7 @@ TEST(SpatialCounts, ThreadsEvictingLinesOfOneObjectAtOnceLoseNoCount) {
     const auto& r = out[i];
     if (r.serial != 11 && r.serial != 12) continue;
     ++seen;
-    const Expected& e = r.serial == 11 ? sa : sb;
-    SCOPED_TRACE(r.serial);
-    EXPECT_EQ(r.lines, e.lines);
-    EXPECT_EQ(r.fetched_bytes, e.fetched_bytes);
-    EXPECT_EQ(r.touched_bytes, e.touched_bytes);
-    for (int p = 0; p < profile::kUsePhases; ++p) {
-      EXPECT_EQ(r.fetched[p], e.fetched[p]) << "phase " << p;
-      EXPECT_EQ(r.touched[p], e.touched[p]) << "phase " << p;
-    }
+    expect_counts(r, r.serial == 11 ? sa : sb);
   }
   EXPECT_EQ(seen, 2);
 }
