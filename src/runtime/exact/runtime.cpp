@@ -217,7 +217,7 @@ struct Global {
   bool relay_parked = false;
   std::atomic<uint64_t> strict_at{0};  // accesses all threads had made when it was asked for
   std::atomic<uint32_t> strict_thread{0};  // the thread that asked for it
-  std::atomic<bool> strict_by_sharing{false};  // by its sharing misses (else WHYMISS_STRICT_AFTER)
+  std::atomic<int> strict_why{0};  // a StrictWhy: which rule asked (for the note)
   std::atomic<uint32_t> moved{0};  // threads moved (or started) onto the relay after that
   // WHYMISS_STRICT_AFTER=N (for tests: docs/parallel-sim.md): a thread asks for strict order once
   // it has made N accesses, sharing misses or not. 0 = only on sharing misses.
@@ -252,6 +252,16 @@ enum : int { kStrictNone, kStrictRunning, kStrictOff };
 // threads pass buffers and a job queue, misses one in 30,000 overall but 16 in 64 Ki accesses at
 // its start: one in 4096, or one window, moved it to strict order for the whole run at 1.1x the
 // time, for sharing counts host order already gets within 5 % (docs/parallel-sim.md).
+// Which rule asked for strict order (the profile's note says, so that a run shows which one fires).
+enum class StrictWhy { After, Rate, Turns };
+inline const char* strict_why_text(StrictWhy w) {
+  switch (w) {
+    case StrictWhy::Rate: return "sharing misses (one in 256 of its accesses, two windows running)";
+    case StrictWhy::Turns: return "sharing misses while threads took turns on the CPUs";
+    case StrictWhy::After: break;
+  }
+  return "access count reached WHYMISS_STRICT_AFTER";
+}
 constexpr uint32_t kStrictSharing = 256;
 constexpr uint64_t kStrictWindow = uint64_t(1) << 16;
 // Threads that take turns on the host's CPUs (more of them runnable than CPUs, or other processes
@@ -960,7 +970,7 @@ void note_victim(ThreadState* t, uint64_t line, uint64_t mask, bool serialised) 
 
 // Parallel mode: a sharing miss of this thread's. Enough of them in few accesses ask for strict
 // order (Global::strict); the switch itself happens at each thread's next access (strict_asked).
-void ask_strict(ThreadState* t, bool by_sharing) {
+void ask_strict(ThreadState* t, StrictWhy why) {
   if (g.strict.load(std::memory_order_relaxed) != kStrictNone || !g.relay_parked) return;
   uint64_t made = 0;
   const uint32_t n = std::min(g.next_index.load(std::memory_order_relaxed), kMaxThreads);
@@ -971,7 +981,7 @@ void ask_strict(ThreadState* t, bool by_sharing) {
   if (g.strict.compare_exchange_strong(none, kStrictRunning, std::memory_order_acq_rel)) {
     g.strict_at.store(made, std::memory_order_relaxed);  // (for the note, read by finish())
     g.strict_thread.store(t->index, std::memory_order_relaxed);
-    g.strict_by_sharing.store(by_sharing, std::memory_order_relaxed);
+    g.strict_why.store(int(why), std::memory_order_relaxed);
   }
 }
 
@@ -984,14 +994,14 @@ void note_parallel_sharing(ThreadState* t) {
     ordered = t->held_handed[i] && t->accesses + 1 - t->held_at[i] < kHandedSection;
   if (!ordered && (g.turns_always || (waited != 0 && mono_ns() - waited < kStrictTurnsNs)) &&
       ++t->sharing_total >= kStrictSharingInTurns)
-    return ask_strict(t, true);
+    return ask_strict(t, StrictWhy::Turns);
   const uint64_t w = t->accesses / kStrictWindow;
   if (w != t->sharing_window) {
     t->sharing_before = w == t->sharing_window + 1 && t->sharing_run >= kStrictSharing;
     t->sharing_window = w;
     t->sharing_run = 0;
   }
-  if (++t->sharing_run == kStrictSharing && t->sharing_before) ask_strict(t, true);
+  if (++t->sharing_run == kStrictSharing && t->sharing_before) ask_strict(t, StrictWhy::Rate);
 }
 
 // The misses of one access: per-level counts, heap objects, sharing evidence. Out of line so
@@ -1143,7 +1153,7 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
   // Parallel mode after contention: this access, and every later one, goes to the relay.
   if (__builtin_expect(g.strict_after != 0, 0) && t->accesses >= g.strict_after && g.parallel_hits &&
       g.concurrent.load(std::memory_order_relaxed))
-    ask_strict(t, false);
+    ask_strict(t, StrictWhy::After);
   if (__builtin_expect(g.strict.load(std::memory_order_relaxed) == kStrictRunning, 0) &&
       strict_asked(t))
     return access(ret, addr, size, write);
@@ -1581,9 +1591,7 @@ void finish(int term_signal) {
       std::snprintf(text, sizeof text,
                     "threads simulated their own accesses in parallel (--interleave parallel) until thread %u's %s, after about %llu accesses; from then on the relay put them in turn, access by access, as in strict mode (the sharing counted before that depends on how the threads ran)",
                     g.strict_thread.load(std::memory_order_relaxed),
-                    g.strict_by_sharing.load(std::memory_order_relaxed)
-                        ? "sharing misses"
-                        : "access count reached WHYMISS_STRICT_AFTER",
+                    strict_why_text(StrictWhy(g.strict_why.load(std::memory_order_relaxed))),
                     (unsigned long long)g.strict_at.load(std::memory_order_relaxed));
       notes[nnotes++] = {strings.add(text), 0};
     } else if (g.parallel)
