@@ -103,14 +103,14 @@ struct ThreadState {
   uint64_t sharing_window = 0;
   bool sharing_before = false;  // the window before it had kStrictSharing of them
   uint32_t sharing_total = 0;   // while threads took turns (see kStrictTurnsNs)
-  // The mutexes this thread holds (innermost last; past kHeld, not followed), and how many of
-  // them another thread released last (handed over): sharing misses inside such a section are
+  // The mutexes this thread holds (innermost last; past kHeld, not followed), and whether
+  // another thread released each last (handed over): sharing misses inside such a section are
   // ordered by the lock, so they do not count as threads taking turns (note_parallel_sharing).
   static constexpr uint32_t kHeld = 8;
   uintptr_t held[kHeld] = {};
   uint64_t held_at[kHeld] = {};  // `accesses` + 1 when it was taken
   bool held_handed[kHeld] = {};
-  uint32_t nheld = 0, handed_held = 0;
+  uint32_t nheld = 0;
   // `accesses` + 1 when it last took what another thread handed over: a lock another thread
   // released last, a join, or its own start (0: never).
   uint64_t handed_at = 0;
@@ -241,6 +241,16 @@ constinit Global g;
 // Global::strict: not asked for (yet); asked for, threads move onto the relay; or no relay to move
 // to (it could not start: threads stay parallel, in host order, and do not pace).
 enum : int { kStrictNone, kStrictRunning, kStrictOff };
+// Which rule asked for strict order (the profile's note says, so that a run shows which one fires).
+enum class StrictWhy { After, Rate, Turns };
+inline const char* strict_why_text(StrictWhy w) {
+  switch (w) {
+    case StrictWhy::Rate: return "sharing misses (one in 256 of its accesses, two windows running)";
+    case StrictWhy::Turns: return "sharing misses while threads took turns on the CPUs";
+    case StrictWhy::After: break;
+  }
+  return "access count reached WHYMISS_STRICT_AFTER";
+}
 // A parallel thread asks for strict order when two windows of kStrictWindow of its own accesses in
 // a row each hold kStrictSharing of its sharing misses (one in 256 accesses, sustained). In strict
 // order the contended workloads miss on every second to fourth access, and in host order still
@@ -252,16 +262,6 @@ enum : int { kStrictNone, kStrictRunning, kStrictOff };
 // threads pass buffers and a job queue, misses one in 30,000 overall but 16 in 64 Ki accesses at
 // its start: one in 4096, or one window, moved it to strict order for the whole run at 1.1x the
 // time, for sharing counts host order already gets within 5 % (docs/parallel-sim.md).
-// Which rule asked for strict order (the profile's note says, so that a run shows which one fires).
-enum class StrictWhy { After, Rate, Turns };
-inline const char* strict_why_text(StrictWhy w) {
-  switch (w) {
-    case StrictWhy::Rate: return "sharing misses (one in 256 of its accesses, two windows running)";
-    case StrictWhy::Turns: return "sharing misses while threads took turns on the CPUs";
-    case StrictWhy::After: break;
-  }
-  return "access count reached WHYMISS_STRICT_AFTER";
-}
 constexpr uint32_t kStrictSharing = 256;
 constexpr uint64_t kStrictWindow = uint64_t(1) << 16;
 // Threads that take turns on the host's CPUs (more of them runnable than CPUs, or other processes
@@ -277,16 +277,14 @@ constexpr uint64_t kStrictWindow = uint64_t(1) << 16;
 // released last (the lock was handed over; up to kHandedSection accesses after taking it), or in
 // the kHandedWindow accesses after taking such a lock, after a pthread_join, or at the start of a
 // thread pthread_create started, reads what the releaser published: the hand-over orders it, in
-// host order as in strict order, so taking turns does not hide it. (The price: racy sharing in
-// those spans does not count either; a thread pool whose jobs take under 8 Ki accesses then
-// relies on its other misses, or on the sustained rate, to move. bench/README.md, "Parallel
-// against strict", has pools that all moved.) (A
-// main thread that reads what the workers it joined wrote into lines it wrote before misses that
-// way once per line and round.) zstd -3 -T1's thread pools hand jobs over under mutexes:
-// their queues' and lock words' lines, and the job's fields read just after the dequeue, missed
-// that way (all within 4,300 accesses of the hand-over) and moved it to strict order after 0.4 M
-// of its 115 M accesses, at the relay's speed. WHYMISS_TURNS=1 (for tests) acts as if some
-// thread had just waited, all run long.
+// host order as in strict order, so taking turns does not hide it. zstd -3 -T1's thread pools
+// hand jobs over under mutexes: their queues' and lock words' lines, and the job's fields read
+// just after the dequeue, missed that way (all within 4,300 accesses of the hand-over) and moved
+// it to strict order after 0.4 M of its 115 M accesses, at the relay's speed; a main thread that
+// reads what the workers it joined wrote into lines it wrote before misses that way once per line
+// and round. The price: racy sharing in those spans does not count either (bench/README.md,
+// "Parallel against strict": pools that race still moved). WHYMISS_TURNS=1 (for tests) acts as
+// if some thread had just waited, all run long.
 constexpr uint32_t kStrictSharingInTurns = 4;
 constexpr uint64_t kStrictTurnsNs = 10 * 1000 * 1000;
 constexpr uint64_t kHandedWindow = 8192;
@@ -990,7 +988,7 @@ void note_parallel_sharing(ThreadState* t) {
   bool ordered = t->handed_at != 0 && t->accesses + 1 - t->handed_at < kHandedWindow;
   // (Each handed-over section for at most kHandedSection accesses: one another thread unlocked
   // stays listed, and must not exempt its locker for good.)
-  for (uint32_t i = 0; !ordered && t->handed_held != 0 && i < t->nheld; ++i)
+  for (uint32_t i = 0; !ordered && i < t->nheld; ++i)
     ordered = t->held_handed[i] && t->accesses + 1 - t->held_at[i] < kHandedSection;
   if (!ordered && (g.turns_always || (waited != 0 && mono_ns() - waited < kStrictTurnsNs)) &&
       ++t->sharing_total >= kStrictSharingInTurns)
@@ -1877,7 +1875,6 @@ void note_lock_taken(ThreadState* t, uintptr_t addr) {
     t->held_at[t->nheld] = t->accesses + 1;
     t->held_handed[t->nheld] = handed;
     ++t->nheld;
-    t->handed_held += handed;
   }
   if (handed) t->handed_at = t->accesses + 1;
 }
@@ -1887,7 +1884,6 @@ void note_lock_taken(ThreadState* t, uintptr_t addr) {
 void note_lock_released(ThreadState* t, uintptr_t addr) {
   for (uint32_t i = t->nheld; i-- > 0;) {
     if (t->held[i] != addr) continue;
-    if (t->held_handed[i] && t->handed_held > 0) --t->handed_held;
     for (uint32_t j = i + 1; j < t->nheld; ++j) {
       t->held[j - 1] = t->held[j];
       t->held_at[j - 1] = t->held_at[j];
