@@ -1071,6 +1071,10 @@ inline void inside(ThreadState* t, F&& f) {
 
 // Returns whether the access hit L1.
 inline bool record(ThreadState* t, uint64_t ip, uint64_t addr, uint32_t size, bool write) {
+  // The program's own line, as access_rest does for a one-thread program: on a miss in an object
+  // keep_missed_words copies it (the thread that makes the access, not the relay), and the
+  // program reads it next; loaded while the simulator works, not after it.
+  if (!t_relay_thread) __builtin_prefetch(reinterpret_cast<const void*>(addr));
   const bool l1_hit = g.sim->access(t->core, addr, size, write, t->result);
   // (Threads simulating at once, locks or parallel: each into its own block. Before, while one
   // thread simulates, in order with the hit path's appends.)
