@@ -22,7 +22,7 @@ Input (--input):
     packages installed: the script prints the file count and the tar's sha256.
   words: the earlier input, 8 MB of seeded pseudo-random words (lines of 8-16 of them).
 Runs, interleaved (every tool of every program in rep 1, then rep 2, ...), --reps times
-(default 3), wall time:
+(default 3), wall time (--only TEXT: the programs whose name contains TEXT):
   native:     <native build> ARGS
   exact:      build/bin/whymiss record --mode exact --cache L1=48K:12:64,L2=32M:16:64 -o TMP
                 -- <wrapper build> ARGS
@@ -33,8 +33,13 @@ stay). Prints the machine, the load average before and after, and one markdown t
 median and fastest run of each tool and exact/cachegrind of both; its thread count is what exact
 mode's report says. Exit 0 after a complete run, 2 on a setup error.
 
+--parts adds two exact-mode runs per rep, interleaved with the others: without the miss-ratio
+curves' tracker (WHYMISS_MRC=0), and without it and the what-if access log (WHYMISS_MRC=0
+WHYMISS_ACCESS_LOG=0), and a second table of what each costs against cachegrind: the simulation
+with classification and attribution alone, then each extra exact mode does by default.
+
   bench/real_programs.py [--build build] [--work /tmp/whymiss-real] [--reps 3] [--input tar|words]
-                         [--cap-mb 32] [--cache SPEC]
+                         [--cap-mb 32] [--cache SPEC] [--only TEXT] [--parts]
 """
 import argparse
 import glob
@@ -212,6 +217,9 @@ def main():
     ap.add_argument("--input", choices=("tar", "words"), default="tar")
     ap.add_argument("--cap-mb", type=int, default=32, help="size of the tar input, MiB (default 32)")
     ap.add_argument("--cache", default=GEOMETRY, help=f"exact mode's geometry (default {GEOMETRY})")
+    ap.add_argument("--only", default="", help="only the programs whose name contains TEXT")
+    ap.add_argument("--parts", action="store_true",
+                    help="also time exact mode without the tracker, and without it and the access log")
     args = ap.parse_args()
     if args.reps < 1 or args.cap_mb < 1:
         fail("--reps and --cap-mb must be positive")
@@ -253,6 +261,9 @@ def main():
         ("zstd -3 --single-thread", "zstd", ["-f", "-q", "-3", "--single-thread", text, "-o", out + ".zst"]),
         ("zstd -3 -T2", "zstd", ["-f", "-q", "-3", "-T2", text, "-o", out + ".zst"]),
     ]
+    runs = [r for r in runs if args.only in r[0]]
+    if not runs:
+        fail(f"no program's name contains '{args.only}'")
     prof = os.path.join(work, "x.data")
     try:
         head = subprocess.run(["git", "-C", os.path.dirname(build_dir), "rev-parse", "--short", "HEAD"],
@@ -264,7 +275,10 @@ def main():
     print("command: " + " ".join(sys.argv))
     print(f"load average before: {loadavg()}")
     tools = ("native", "exact", "cachegrind")
-    times = {name: {k: [] for k in tools} for name, *_ in runs}
+    # --parts: exact mode with some of its default work switched off (name -> environment).
+    parts = {"no tracker": {"WHYMISS_MRC": "0"},
+             "no tracker, no log": {"WHYMISS_MRC": "0", "WHYMISS_ACCESS_LOG": "0"}} if args.parts else {}
+    times = {name: {k: [] for k in tools + tuple(parts)} for name, *_ in runs}
     threads = {}
     loads = []
     for rep in range(args.reps):
@@ -279,6 +293,9 @@ def main():
                 threads[name] = json.loads(rep_json)["threads"]
             except (ValueError, KeyError):
                 fail(f"whymiss report could not read the profile of {name}")
+            for part, extra in parts.items():
+                times[name][part].append(timed([whymiss, "record", "--mode", "exact", "--cache", args.cache,
+                                                "-o", prof, "--", exact, *argv], env={**os.environ, **extra}))
             times[name]["cachegrind"].append(timed(CACHEGRIND + [native, *argv]))
             loads.append(float(loadavg().split()[0]))
             sys.stderr.write(f"rep {rep + 1}/{args.reps} {name}: "
@@ -297,6 +314,19 @@ def main():
         nf, ef, cf = (min(t[k]) for k in tools)
         print(f"| `{name}` | {threads[name]} | {n:.3f} ({nf:.3f}) | {e:.2f} ({ef:.2f}) | {c:.2f} ({cf:.2f}) | "
               f"{e / n:.0f}x | {e / c:.2f} | {ef / cf:.2f} |")
+    if parts:
+        names = ("no tracker, no log", "no tracker", "exact")
+        print("\nexact mode / cachegrind, medians (fastest / fastest): the simulation with classification "
+              "and attribution, + the what-if access log, + the miss-ratio curves' tracker (the default)\n")
+        print("| program | " + " | ".join(f"{k} s" for k in names) + " | cachegrind s | "
+              + " | ".join(f"{k} / cachegrind" for k in names) + " |")
+        print("|---|" + "---:|" * (2 * len(names) + 1))
+        for name, *_ in runs:
+            t = times[name]
+            c, cf = statistics.median(t["cachegrind"]), min(t["cachegrind"])
+            cells = [f"{statistics.median(t[k]):.2f}" for k in names] + [f"{c:.2f}"]
+            cells += [f"{statistics.median(t[k]) / c:.2f} ({min(t[k]) / cf:.2f})" for k in names]
+            print(f"| `{name}` | " + " | ".join(cells) + " |")
     return 0
 
 

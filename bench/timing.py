@@ -11,10 +11,12 @@ CACHEGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--D1=49152,12
               "--LL=33554432,16,64", "--cachegrind-out-file=/dev/null"]
 
 
-def timed(cmd, timeout=600):
-    """Wall seconds of one run of cmd (output discarded); exits 2 with its stderr if it fails."""
+def timed(cmd, timeout=600, env=None):
+    """Wall seconds of one run of cmd (output discarded; `env`: the environment, default ours);
+    exits 2 with its stderr if it fails."""
     t0 = time.perf_counter()
-    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=timeout,
+                       env=env)
     dt = time.perf_counter() - t0
     if r.returncode != 0:
         sys.stderr.write(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-2000:]}\n")
