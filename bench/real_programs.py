@@ -22,21 +22,24 @@ Input (--input):
     packages installed: the script prints the file count and the tar's sha256.
   words: the earlier input, 8 MB of seeded pseudo-random words (lines of 8-16 of them).
 Runs, interleaved (every tool of every program in rep 1, then rep 2, ...), --reps times
-(default 3), wall time (--only TEXT: the programs whose name contains TEXT):
+(default 3), wall time (--only TEXT: only the programs whose name contains TEXT, e.g. `--only lz4`
+or `--only=-T2`; only theirs are built). Exact mode runs without the caller's WHYMISS_* variables,
+so that its figures are the default's:
   native:     <native build> ARGS
   exact:      build/bin/whymiss record --mode exact --cache L1=48K:12:64,L2=32M:16:64 -o TMP
                 -- <wrapper build> ARGS
   cachegrind: valgrind --tool=cachegrind --cache-sim=yes --D1=49152,12,64 --LL=33554432,16,64
                 --cachegrind-out-file=/dev/null <native build> ARGS
 The exact run's two levels are cachegrind's D1 and LL (--cache changes exact mode's; cachegrind's
-stay). Prints the machine, the load average before and after, and one markdown table with the
+stay). Prints the machine, the load average before and after, and a markdown table with the
 median and fastest run of each tool and exact/cachegrind of both; its thread count is what exact
 mode's report says. Exit 0 after a complete run, 2 on a setup error.
 
---parts adds two exact-mode runs per rep, interleaved with the others: without the miss-ratio
-curves' tracker (WHYMISS_MRC=0), and without it and the what-if access log (WHYMISS_MRC=0
-WHYMISS_ACCESS_LOG=0), and a second table of what each costs against cachegrind: the simulation
-with classification and attribution alone, then each extra exact mode does by default.
+--parts adds two exact-mode runs per program and rep, interleaved with the others: without the
+miss-ratio curves' tracker (WHYMISS_MRC=0), and without it and the what-if access log
+(WHYMISS_MRC=0 WHYMISS_ACCESS_LOG=0), and a second table with each against cachegrind: the
+simulation with classification and attribution alone, then with the log, then with the tracker
+too (the default); an extra's cost is the difference between neighbouring columns.
 
   bench/real_programs.py [--build build] [--work /tmp/whymiss-real] [--reps 3] [--input tar|words]
                          [--cap-mb 32] [--cache SPEC] [--only TEXT] [--parts]
@@ -59,6 +62,7 @@ from timing import CACHEGRIND, cpu_model, loadavg, timed
 
 # Cachegrind's D1 and LL (timing.CACHEGRIND) as exact mode's two levels.
 GEOMETRY = "L1=48K:12:64,L2=32M:16:64"
+INPUT = object()  # the input file's place in a run's arguments (made once the programs are built)
 
 PACKAGES = {"lz4": "lz4", "zstd": "libzstd"}  # program -> Debian source package
 DEB_SRC = """Types: deb-src
@@ -217,7 +221,8 @@ def main():
     ap.add_argument("--input", choices=("tar", "words"), default="tar")
     ap.add_argument("--cap-mb", type=int, default=32, help="size of the tar input, MiB (default 32)")
     ap.add_argument("--cache", default=GEOMETRY, help=f"exact mode's geometry (default {GEOMETRY})")
-    ap.add_argument("--only", default="", help="only the programs whose name contains TEXT")
+    ap.add_argument("--only", default="", metavar="TEXT",
+                    help="only the programs whose name contains TEXT (e.g. lz4, or --only=-T2)")
     ap.add_argument("--parts", action="store_true",
                     help="also time exact mode without the tracker, and without it and the access log")
     args = ap.parse_args()
@@ -233,13 +238,30 @@ def main():
         if shutil.which(tool) is None:
             fail(f"{tool} not found")
     work = os.path.abspath(args.work)
+    out = os.path.join(work, "out")
+    # lz4 1.9.4 has no -T: one thread only. INPUT stands for the input file, made below.
+    runs = [
+        ("lz4 -1", "lz4", ["-f", "-q", "-1", INPUT, out + ".lz4"]),
+        ("zstd -3 -T1", "zstd", ["-f", "-q", "-3", "-T1", INPUT, "-o", out + ".zst"]),
+        # -T1 is one compression worker beside the main thread (4 threads in the report);
+        # --single-thread compresses on the main thread (3 threads: the asynchronous I/O ones).
+        ("zstd -3 --single-thread", "zstd", ["-f", "-q", "-3", "--single-thread", INPUT, "-o", out + ".zst"]),
+        ("zstd -3 -T2", "zstd", ["-f", "-q", "-3", "-T2", INPUT, "-o", out + ".zst"]),
+    ]
+    runs = [r for r in runs if args.only in r[0]]
+    if not runs:
+        fail(f"no program's name contains '{args.only}' (they are: lz4 -1, zstd -3 -T1, "
+             "zstd -3 --single-thread, zstd -3 -T2)")
     os.makedirs(work, exist_ok=True)
     log = os.path.join(work, "build.log")
     open(log, "w").close()
     tars = fetch(work, log)
-    sys.stderr.write("building lz4 and zstd, natively and with whymiss-cc (a few minutes)\n")
+    needed = sorted({prog for _, prog, _ in runs})
+    sys.stderr.write(f"building {' and '.join(needed)}, natively and with whymiss-cc (a few minutes)\n")
     exe = {}
     for prog, target in (("lz4", "programs/lz4"), ("zstd", "programs/zstd")):
+        if prog not in needed:
+            continue
         exe[prog] = (build(tars[prog], os.path.join(work, prog + "-native"), target, None, log),
                      build(tars[prog], os.path.join(work, prog + "-exact"), target, wrapper, log))
     if args.input == "tar":
@@ -251,19 +273,7 @@ def main():
         text = os.path.join(work, "input.txt")
         corpus(text)
         what = "input: 8 MB of seeded random words (`--input words`)"
-    out = os.path.join(work, "out")
-    # lz4 1.9.4 has no -T: one thread only.
-    runs = [
-        ("lz4 -1", "lz4", ["-f", "-q", "-1", text, out + ".lz4"]),
-        ("zstd -3 -T1", "zstd", ["-f", "-q", "-3", "-T1", text, "-o", out + ".zst"]),
-        # -T1 is one compression worker beside the main thread (4 threads in the report);
-        # --single-thread compresses on the main thread (3 threads: the asynchronous I/O ones).
-        ("zstd -3 --single-thread", "zstd", ["-f", "-q", "-3", "--single-thread", text, "-o", out + ".zst"]),
-        ("zstd -3 -T2", "zstd", ["-f", "-q", "-3", "-T2", text, "-o", out + ".zst"]),
-    ]
-    runs = [r for r in runs if args.only in r[0]]
-    if not runs:
-        fail(f"no program's name contains '{args.only}'")
+    runs = [(name, prog, [text if a is INPUT else a for a in argv]) for name, prog, argv in runs]
     prof = os.path.join(work, "x.data")
     try:
         head = subprocess.run(["git", "-C", os.path.dirname(build_dir), "rev-parse", "--short", "HEAD"],
@@ -275,6 +285,8 @@ def main():
     print("command: " + " ".join(sys.argv))
     print(f"load average before: {loadavg()}")
     tools = ("native", "exact", "cachegrind")
+    # Exact mode's environment: the caller's without its WHYMISS_* knobs (the default's figures).
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith("WHYMISS_")}
     # --parts: exact mode with some of its default work switched off (name -> environment).
     parts = {"no tracker": {"WHYMISS_MRC": "0"},
              "no tracker, no log": {"WHYMISS_MRC": "0", "WHYMISS_ACCESS_LOG": "0"}} if args.parts else {}
@@ -286,7 +298,7 @@ def main():
             native, exact = exe[prog]
             times[name]["native"].append(timed([native, *argv]))
             times[name]["exact"].append(timed([whymiss, "record", "--mode", "exact", "--cache", args.cache,
-                                               "-o", prof, "--", exact, *argv]))
+                                               "-o", prof, "--", exact, *argv], env=base_env))
             rep_json = subprocess.run([whymiss, "report", "-i", prof, "--format", "json"],
                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
             try:
@@ -295,7 +307,7 @@ def main():
                 fail(f"whymiss report could not read the profile of {name}")
             for part, extra in parts.items():
                 times[name][part].append(timed([whymiss, "record", "--mode", "exact", "--cache", args.cache,
-                                                "-o", prof, "--", exact, *argv], env={**os.environ, **extra}))
+                                                "-o", prof, "--", exact, *argv], env={**base_env, **extra}))
             times[name]["cachegrind"].append(timed(CACHEGRIND + [native, *argv]))
             loads.append(float(loadavg().split()[0]))
             sys.stderr.write(f"rep {rep + 1}/{args.reps} {name}: "

@@ -1,6 +1,7 @@
 """What the speed benchmarks share: the cachegrind command they time exact mode against, and one
 timed run, and the machine facts their tables print. (exact_overhead.py, real_programs.py,
 thread_scaling.py)"""
+import os
 import platform
 import subprocess
 import sys
@@ -19,7 +20,9 @@ def timed(cmd, timeout=600, env=None):
                        env=env)
     dt = time.perf_counter() - t0
     if r.returncode != 0:
-        sys.stderr.write(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-2000:]}\n")
+        extra = " ".join(f"{k}={v}" for k, v in sorted((env or {}).items()) if os.environ.get(k) != v)
+        sys.stderr.write(f"failed ({r.returncode}): {extra + ' ' if extra else ''}{' '.join(cmd)}\n"
+                         f"{r.stderr[-2000:]}\n")
         sys.exit(2)
     return dt
 
