@@ -197,6 +197,17 @@ bool start_variant() {
   k.rate_shift = k.half_rate_shift = kRateShift;
   return start(6, k);
 }
+// The tracker starts once per process: ctest runs each test in a process of its own; run
+// directly, the binary runs its first test and skips the others (a second start() is refused).
+bool g_started = false;
+#define START_VARIANT()                                                                        \
+  do {                                                                                         \
+    if (g_started) GTEST_SKIP() << "the tracker starts once per process: run one test per "     \
+                                   "process (ctest does; or --gtest_filter)";                  \
+    g_started = true;                                                                          \
+    ASSERT_TRUE(start_variant());                                                              \
+    ASSERT_FALSE(start_variant()) << "a second start() must be refused";                       \
+  } while (0)
 // Sampled: a line is followed when its hash is under the threshold; each followed access stands
 // for kWeight accesses.
 constexpr double kWeight = double(uint32_t(1) << kRateShift);
@@ -212,7 +223,7 @@ TEST(ReuseTracker, HistogramsMatchNaiveStacksAtAllThreeLineSizes) {
   // distance-0 reuse the analysis adds from the totals (no histogram entry); at 32 bytes it is in
   // the histogram, with its distance, whenever it changes halves, and a distance-0 repeat (no
   // entry) otherwise.
-  ASSERT_TRUE(start_variant());
+  START_VARIANT();
   ASSERT_EQ(worker_running(), kWorker);
   // A followed access's distance (in followed lines) is scaled as its weight is.
   const double w = kWeight;
@@ -299,7 +310,7 @@ TEST(ReuseTracker, ConcurrentProducersHaveEveryAccessInTheCurves) {
   // Threads calling access() at the same time (exact mode without the relay) batch their events
   // per thread; the export must still hold every access once: four threads, each on lines of its
   // own, a count that leaves a partial batch behind, all exited before the export.
-  ASSERT_TRUE(start_variant());
+  START_VARIANT();
   constexpr int kThreads = 4;
   constexpr uint64_t kPerThread = 10007, kLines = 300;  // 10007 = 156 x 64 + 23
   const double w = kWeight;
@@ -342,7 +353,7 @@ TEST(ReuseTracker, AccessesThroughABatchKeepTheirOrder) {
   // when the worker runs; inline, through the lock): the histograms equal a naive stack's over
   // the same accesses in the same order, bucket by bucket, also across buffer boundaries and with
   // a partial batch at the export.
-  ASSERT_TRUE(start_variant());
+  START_VARIANT();
   const double w = kWeight;
   auto trace = hot_trace(40000, 4);
   const auto cliff = cliff_trace(20000);

@@ -91,7 +91,9 @@ __attribute__((always_inline)) inline void on_hit(uint64_t addr, uint32_t size) 
   if (__builtin_expect(((addr + size - 1) & mask) != (addr & mask), 0)) half_span(addr + size - 1);
 }
 
-// `line_shift`: log2 of the simulated line size. False when memory could not be had.
+// `line_shift`: log2 of the simulated line size. False when memory could not be had. Once per
+// process (the tracker is a process-wide singleton): a later call returns false and changes
+// nothing.
 bool start(unsigned line_shift, const Knobs& k = {});
 // Whether a worker thread applies the accesses (Knobs::thread and Knobs::worker, and it started).
 bool worker_running() noexcept;
