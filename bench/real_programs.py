@@ -88,19 +88,20 @@ def run(cmd, cwd=None, env=None, log=None):
     return r.stdout
 
 
-def orig_tarballs(src):
-    """{program: its .orig tarball in src, or None}."""
+def orig_tarballs(src, programs):
+    """{program: its .orig tarball in src, or None}, for `programs`."""
     def one(pkg):
         tars = [t for t in sorted(glob.glob(os.path.join(src, f"{pkg}_*.orig.tar.*"))) if not t.endswith(".asc")]
         return tars[0] if tars else None
-    return {p: one(pkg) for p, pkg in PACKAGES.items()}
+    return {p: one(PACKAGES[p]) for p in programs}
 
 
-def fetch(work, log):
-    """Downloads the source packages into work/src (once) and returns {program: orig tarball}."""
+def fetch(work, log, programs):
+    """Downloads the source packages of `programs` into work/src (once) and returns {program: orig
+    tarball}."""
     src = os.path.join(work, "src")
     os.makedirs(os.path.join(src, "lists", "partial"), exist_ok=True)
-    tars = orig_tarballs(src)
+    tars = orig_tarballs(src, programs)
     if all(tars.values()):
         return tars
     if os.geteuid() != 0:
@@ -111,8 +112,8 @@ def fetch(work, log):
     apt = ["apt-get", "-o", "Dir::Etc::SourceList=/dev/null", "-o", f"Dir::Etc::SourceParts={src}",
            "-o", f"Dir::State::Lists={os.path.join(src, 'lists')}"]
     run(apt + ["update"], log=log)
-    run(apt + ["source", "--download-only", *PACKAGES.values()], cwd=src, log=log)
-    tars = orig_tarballs(src)
+    run(apt + ["source", "--download-only", *(PACKAGES[p] for p in programs)], cwd=src, log=log)
+    tars = orig_tarballs(src, programs)
     for p, tar in tars.items():
         if not tar:
             fail(f"apt-get source {PACKAGES[p]} left no .orig tarball in {src}")
@@ -255,8 +256,8 @@ def main():
     os.makedirs(work, exist_ok=True)
     log = os.path.join(work, "build.log")
     open(log, "w").close()
-    tars = fetch(work, log)
     needed = sorted({prog for _, prog, _ in runs})
+    tars = fetch(work, log, needed)
     sys.stderr.write(f"building {' and '.join(needed)}, natively and with whymiss-cc (a few minutes)\n")
     exe = {}
     for prog, target in (("lz4", "programs/lz4"), ("zstd", "programs/zstd")):

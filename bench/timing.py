@@ -20,7 +20,9 @@ def timed(cmd, timeout=600, env=None):
                        env=env)
     dt = time.perf_counter() - t0
     if r.returncode != 0:
-        extra = " ".join(f"{k}={v}" for k, v in sorted((env or {}).items()) if os.environ.get(k) != v)
+        # (the environment's differences from ours: added or changed, and removed as `-u NAME`)
+        extra = " ".join([f"{k}={v}" for k, v in sorted((env or {}).items()) if os.environ.get(k) != v] +
+                         [f"-u {k}" for k in sorted(os.environ) if env is not None and k not in env])
         sys.stderr.write(f"failed ({r.returncode}): {extra + ' ' if extra else ''}{' '.join(cmd)}\n"
                          f"{r.stderr[-2000:]}\n")
         sys.exit(2)

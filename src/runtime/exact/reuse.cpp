@@ -545,9 +545,8 @@ void half_knob(const char* env, Knobs* k) noexcept {
 bool start(unsigned line_shift, const Knobs& k) {
   // (A second start would rebuild the stacks over the first one's state: renumbering read the old
   // arrays' markers and crashed.)
-  static bool started = false;
-  if (started) return false;
-  started = true;
+  static std::atomic<bool> started{false};
+  if (started.exchange(true)) return false;
 #ifdef WHYMISS_REUSE_DUMP
   if (const char* path = getenv("WHYMISS_MRC_DUMP")) {  // (an existing file: no copy)
     const int saved = errno;
