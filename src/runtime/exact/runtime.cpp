@@ -107,9 +107,12 @@ struct ThreadState {
   // another thread released each last (handed over): sharing misses inside such a section are
   // ordered by the lock, so they do not count as threads taking turns (note_parallel_sharing).
   static constexpr uint32_t kHeld = 8;
-  uintptr_t held[kHeld] = {};
-  uint64_t held_at[kHeld] = {};  // `accesses` + 1 when it was taken
-  bool held_handed[kHeld] = {};
+  struct Held {
+    uintptr_t addr;
+    uint64_t at;  // `accesses` + 1 when it was taken
+    bool handed;
+  };
+  Held held[kHeld] = {};
   uint32_t nheld = 0;
   // `accesses` + 1 when it last took what another thread handed over: a lock another thread
   // released last, a join, or its own start (0: never).
@@ -989,7 +992,7 @@ void note_parallel_sharing(ThreadState* t) {
   // (Each handed-over section for at most kHandedSection accesses: one another thread unlocked
   // stays listed, and must not exempt its locker for good.)
   for (uint32_t i = 0; !ordered && i < t->nheld; ++i)
-    ordered = t->held_handed[i] && t->accesses + 1 - t->held_at[i] < kHandedSection;
+    ordered = t->held[i].handed && t->accesses + 1 - t->held[i].at < kHandedSection;
   if (!ordered && (g.turns_always || (waited != 0 && mono_ns() - waited < kStrictTurnsNs)) &&
       ++t->sharing_total >= kStrictSharingInTurns)
     return ask_strict(t, StrictWhy::Turns);
@@ -1874,12 +1877,7 @@ void note_lock_taken(ThreadState* t, uintptr_t addr) {
   const uint64_t index_mask = (uint64_t(1) << kReleaserIndexBits) - 1;
   const bool handed = last != 0 && (last >> kReleaserIndexBits) == releaser_tag(addr) &&
                       (last & index_mask) != t->index + 1;
-  if (t->nheld < ThreadState::kHeld) {
-    t->held[t->nheld] = addr;
-    t->held_at[t->nheld] = t->accesses + 1;
-    t->held_handed[t->nheld] = handed;
-    ++t->nheld;
-  }
+  if (t->nheld < ThreadState::kHeld) t->held[t->nheld++] = {addr, t->accesses + 1, handed};
   if (handed) t->handed_at = t->accesses + 1;
 }
 // The thread is about to release the mutex at `addr`. Locks need not be released in the order
@@ -1887,12 +1885,8 @@ void note_lock_taken(ThreadState* t, uintptr_t addr) {
 // for its locker: kHandedSection bounds what that exempts.)
 void note_lock_released(ThreadState* t, uintptr_t addr) {
   for (uint32_t i = t->nheld; i-- > 0;) {
-    if (t->held[i] != addr) continue;
-    for (uint32_t j = i + 1; j < t->nheld; ++j) {
-      t->held[j - 1] = t->held[j];
-      t->held_at[j - 1] = t->held_at[j];
-      t->held_handed[j - 1] = t->held_handed[j];
-    }
+    if (t->held[i].addr != addr) continue;
+    for (uint32_t j = i + 1; j < t->nheld; ++j) t->held[j - 1] = t->held[j];
     --t->nheld;
     break;
   }

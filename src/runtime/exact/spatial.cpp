@@ -128,22 +128,19 @@ void evicted(const HeapObject& o, uint64_t line, uint64_t mask, bool serialised)
   const uint64_t inside = (hi - lo) >= 64 ? ~uint64_t(0) : ((uint64_t(1) << (hi - lo)) - 1) << (lo - base);
   const uint64_t used = mask & inside;
   const unsigned shift = unsigned((base - o.start) & 63);  // phase of line byte 0
+  const bool full = hi - lo == 64;
   if (!serialised) s->lock.lock();
   r.lines++;
   r.fetched_bytes += hi - lo;
-  if (hi - lo == 64) {
-    s->full++;
-    if (used == ~uint64_t(0)) {
-      s->all_touched++;
-      r.touched_bytes += 64;
-      if (!serialised) s->lock.unlock();
-      return;
-    }
+  if (full) s->full++;
+  else s->fetched_sliced.add(rotl(inside, shift), r.fetched);
+  if (full && used == ~uint64_t(0)) {
+    s->all_touched++;
+    r.touched_bytes += 64;
   } else {
-    s->fetched_sliced.add(rotl(inside, shift), r.fetched);
+    // (touched_bytes: what spilled now, what the planes hold at export)
+    r.touched_bytes += s->touched_sliced.add(rotl(used, shift), r.touched);
   }
-  // (touched_bytes: what spilled now, what the planes hold at export)
-  r.touched_bytes += s->touched_sliced.add(rotl(used, shift), r.touched);
   if (!serialised) s->lock.unlock();
 }
 
