@@ -1072,12 +1072,12 @@ inline void inside(ThreadState* t, F&& f) {
   *t->errno_loc = saved_errno;
 }
 
-// Returns whether the access hit L1.
-inline bool record(ThreadState* t, uint64_t ip, uint64_t addr, uint32_t size, bool write) {
-  // The program's own line, as access_rest does for a one-thread program: on a miss in an object
-  // keep_missed_words copies it (the thread that makes the access, not the relay), and the
-  // program reads it next; loaded while the simulator works, not after it.
-  if (!t_relay_thread) __builtin_prefetch(reinterpret_cast<const void*>(addr));
+// One access simulated for thread t (instruction ip, its record s, or nullptr when memory ran
+// out) with what every path counts beside it: the access log, the tracker, the thread's and the
+// instruction's access counts. Returns whether it hit L1; a miss is the caller's (record_misses).
+__attribute__((always_inline)) inline bool simulate(ThreadState* t, InstructionRecord* s,
+                                                    uint64_t ip, uint64_t addr, uint32_t size,
+                                                    bool write) {
   const bool l1_hit = g.sim->access(t->core, addr, size, write, t->result);
   // (Threads simulating at once, locks or parallel: each into its own block. Before, while one
   // thread simulates, in order with the hit path's appends.)
@@ -1087,8 +1087,18 @@ inline bool record(ThreadState* t, uint64_t ip, uint64_t addr, uint32_t size, bo
     alog::append(addr, size, write, t->index);
   reuse::access(ip, addr, size, g.concurrent.load(std::memory_order_relaxed) && !g.relay_mode);
   t->accesses++;
-  InstructionRecord* s = t->ips.get(ip);
   if (s) s->accesses[write]++;
+  return l1_hit;
+}
+
+// Returns whether the access hit L1.
+inline bool record(ThreadState* t, uint64_t ip, uint64_t addr, uint32_t size, bool write) {
+  // The program's own line, as access_rest does for a one-thread program: on a miss in an object
+  // keep_missed_words copies it (the thread that makes the access, not the relay), and the
+  // program reads it next; loaded while the simulator works, not after it.
+  if (!t_relay_thread) __builtin_prefetch(reinterpret_cast<const void*>(addr));
+  InstructionRecord* s = t->ips.get(ip);
+  const bool l1_hit = simulate(t, s, ip, addr, size, write);
   if (!l1_hit) record_misses(t, s, ip, addr, write);
   return l1_hit;
 }
@@ -1176,6 +1186,39 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
   t->busy.store(0, std::memory_order_release);
 }
 
+// access() and record() for a parallel-mode thread that owns its simulated core (t->relayed
+// false, g.parallel_hits), in one frame: when nothing is due (pacing, the move to strict order)
+// and the instruction already has its record, the access is simulated here with the busy flag up
+// as access() would, and errno is saved only around a miss (as access_rest does for a one-thread
+// program: a hit allocates nothing; the simulator's own allocations go to the private heap by
+// their caller's address). False, having done nothing, when access() must take it. Such threads
+// took ~110 more instructions per access than a one-thread program's (bench/README.md,
+// "Exact mode's instructions per access"): three frames, errno saved around every access.
+__attribute__((always_inline)) inline bool parallel_access(ThreadState* t, uintptr_t ip,
+                                                           uintptr_t addr, uint32_t size,
+                                                           bool write) {
+  if (__builtin_expect(t->accesses >= t->next_pace, 0) ||
+      __builtin_expect(g.strict_after != 0 && t->accesses >= g.strict_after, 0) ||
+      __builtin_expect(g.strict.load(std::memory_order_relaxed) == kStrictRunning, 0))
+    return false;
+  const uint64_t at = ip ? ip - 1 : 0;
+  InstructionRecord* s = t->ips.find(at);
+  if (s == nullptr) return false;
+  t->busy.store(1, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // paired with membarrier in finish()
+  // (A signal handler's access before `busy` went up may have moved this thread onto the relay,
+  // or recording may have stopped: access() sorts both out.)
+  if (__builtin_expect(t->relayed || g.state.load(std::memory_order_relaxed) != kRecording, 0)) {
+    t->busy.store(0, std::memory_order_release);
+    return false;
+  }
+  __builtin_prefetch(reinterpret_cast<const void*>(addr));  // (see record)
+  if (!simulate(t, s, at, addr, size, write))
+    inside(t, [&] { record_misses(t, s, at, addr, write); });
+  t->busy.store(0, std::memory_order_release);
+  return true;
+}
+
 // on_access past its first check. While the process has one thread, an instruction already in
 // the table needs no busy flag (no other thread can finish) and no allocation: the simulator is
 // asked directly, and only a miss pays for saving errno around record_misses.
@@ -1199,6 +1242,9 @@ __attribute__((noinline)) void access_rest(uintptr_t ip, uintptr_t addr, uint32_
       inside(t, [&] { record_misses(t, s, at, addr, write); });
       return;
     }
+  }
+  if (t != nullptr && g.parallel_hits && !t->relayed && !t_in_runtime && size != 0) {
+    if (parallel_access(t, ip, addr, size, write)) return;
   }
   access(ip, addr, size, write);
 }
