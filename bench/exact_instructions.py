@@ -154,26 +154,11 @@ def main():
     if not runs:
         fail(f"no program's name contains '{args.only}' (they are: lz4 -1, zstd -3 --single-thread, "
              "zstd -3 -T1, zstd -3 -T2)")
-    os.makedirs(work, exist_ok=True)
-    log = os.path.join(work, "build.log")
-    open(log, "w").close()
-    needed = sorted({prog for _, prog, _ in runs})
-    tars = rp.fetch(work, log, needed)
-    sys.stderr.write(f"building {' and '.join(needed)}, natively and with whymiss-cc (a few minutes)\n")
-    exe = {}
-    for prog, target in (("lz4", "programs/lz4"), ("zstd", "programs/zstd")):
-        if prog in needed:
-            exe[prog] = (rp.build(tars[prog], os.path.join(work, prog + "-native"), target, None, log),
-                         rp.build(tars[prog], os.path.join(work, prog + "-exact"), target, wrapper, log))
+    _, exe = rp.fetch_and_build(work, sorted({prog for _, prog, _ in runs}), wrapper)
     text = os.path.join(work, f"input-{args.cap_mb}m.tar")
     files, size, sha = rp.tar_corpus(text, args.cap_mb << 20)
     runs = [(name, prog, [text if a is rp.INPUT else a for a in argv]) for name, prog, argv in runs]
-    try:
-        head = subprocess.run(["git", "-C", os.path.dirname(build_dir), "rev-parse", "--short", "HEAD"],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip() or "?"
-    except OSError:
-        head = "?"
-    print(f"machine: {cpu_model()}, {os.cpu_count()} CPUs; git {head}; "
+    print(f"machine: {cpu_model()}, {os.cpu_count()} CPUs; git {rp.git_head(build_dir)}; "
           f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC")
     print("command: " + " ".join(sys.argv))
     print(f"input: tar of {', '.join(rp.TREES)}, {files} files, {size:,} bytes, sha256 {sha[:16]}...; "

@@ -146,6 +146,31 @@ def build(tar, dest, target, cc, log):
     return exe
 
 
+def fetch_and_build(work, programs, wrapper):
+    """Fetches the sources of `programs` (names in PACKAGES) and builds each natively and with
+    `wrapper` as CC, under work/; returns ({program: orig tarball}, {program: (native, exact)})."""
+    os.makedirs(work, exist_ok=True)
+    log = os.path.join(work, "build.log")
+    open(log, "w").close()
+    tars = fetch(work, log, programs)
+    sys.stderr.write(f"building {' and '.join(programs)}, natively and with whymiss-cc (a few minutes)\n")
+    exe = {}
+    for prog, target in (("lz4", "programs/lz4"), ("zstd", "programs/zstd")):
+        if prog in programs:
+            exe[prog] = (build(tars[prog], os.path.join(work, prog + "-native"), target, None, log),
+                         build(tars[prog], os.path.join(work, prog + "-exact"), target, wrapper, log))
+    return tars, exe
+
+
+def git_head(build_dir):
+    """The short commit of the checkout that holds build_dir, or "?"."""
+    try:
+        return subprocess.run(["git", "-C", os.path.dirname(build_dir), "rev-parse", "--short", "HEAD"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip() or "?"
+    except OSError:
+        return "?"
+
+
 def corpus(path, size=8_000_000):
     """Deterministic compressible text: seeded words, lines of 8-16 of them."""
     if os.path.exists(path) and os.path.getsize(path) == size:
@@ -253,18 +278,7 @@ def main():
     if not runs:
         fail(f"no program's name contains '{args.only}' (they are: lz4 -1, zstd -3 -T1, "
              "zstd -3 --single-thread, zstd -3 -T2)")
-    os.makedirs(work, exist_ok=True)
-    log = os.path.join(work, "build.log")
-    open(log, "w").close()
-    needed = sorted({prog for _, prog, _ in runs})
-    tars = fetch(work, log, needed)
-    sys.stderr.write(f"building {' and '.join(needed)}, natively and with whymiss-cc (a few minutes)\n")
-    exe = {}
-    for prog, target in (("lz4", "programs/lz4"), ("zstd", "programs/zstd")):
-        if prog not in needed:
-            continue
-        exe[prog] = (build(tars[prog], os.path.join(work, prog + "-native"), target, None, log),
-                     build(tars[prog], os.path.join(work, prog + "-exact"), target, wrapper, log))
+    tars, exe = fetch_and_build(work, sorted({prog for _, prog, _ in runs}), wrapper)
     if args.input == "tar":
         text = os.path.join(work, f"input-{args.cap_mb}m.tar")
         files, size, sha = tar_corpus(text, args.cap_mb << 20)
@@ -276,13 +290,8 @@ def main():
         what = "input: 8 MB of seeded random words (`--input words`)"
     runs = [(name, prog, [text if a is INPUT else a for a in argv]) for name, prog, argv in runs]
     prof = os.path.join(work, "x.data")
-    try:
-        head = subprocess.run(["git", "-C", os.path.dirname(build_dir), "rev-parse", "--short", "HEAD"],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip() or "?"
-    except OSError:
-        head = "?"
     print(f"machine: {cpu_model()}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}; "
-          f"git {head} ({os.path.dirname(build_dir)}); {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC")
+          f"git {git_head(build_dir)} ({os.path.dirname(build_dir)}); {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC")
     print("command: " + " ".join(sys.argv))
     print(f"load average before: {loadavg()}")
     tools = ("native", "exact", "cachegrind")
