@@ -38,7 +38,6 @@ import glob
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -133,15 +132,8 @@ def main():
     args = ap.parse_args()
     if args.cap_mb < 1:
         fail("--cap-mb must be positive")
-    build_dir = os.path.abspath(args.build)
-    whymiss = os.path.join(build_dir, "bin", "whymiss")
-    wrapper = os.path.join(build_dir, "bin", "whymiss-cc")
-    for p in (whymiss, wrapper):
-        if not os.access(p, os.X_OK):
-            fail(f"missing {p} (cmake --build {args.build})")
-    for tool in ("valgrind", "callgrind_annotate", "make", "cc"):
-        if shutil.which(tool) is None:
-            fail(f"{tool} not found")
+    build_dir, whymiss, wrapper = rp.whymiss_and_tools(
+        args.build, ("valgrind", "callgrind_annotate", "make", "cc"))
     work = os.path.abspath(args.work)
     out = os.path.join(work, "out")
     runs = [

@@ -162,6 +162,20 @@ def fetch_and_build(work, programs, wrapper):
     return tars, exe
 
 
+def whymiss_and_tools(build, tools):
+    """(absolute build dir, its whymiss, its whymiss-cc) after checking that both and `tools` exist."""
+    build_dir = os.path.abspath(build)
+    whymiss = os.path.join(build_dir, "bin", "whymiss")
+    wrapper = os.path.join(build_dir, "bin", "whymiss-cc")
+    for p in (whymiss, wrapper):
+        if not os.access(p, os.X_OK):
+            fail(f"missing {p} (cmake --build {build})")
+    for tool in tools:
+        if shutil.which(tool) is None:
+            fail(f"{tool} not found")
+    return build_dir, whymiss, wrapper
+
+
 def git_head(build_dir):
     """The short commit of the checkout that holds build_dir, or "?"."""
     try:
@@ -254,15 +268,7 @@ def main():
     args = ap.parse_args()
     if args.reps < 1 or args.cap_mb < 1:
         fail("--reps and --cap-mb must be positive")
-    build_dir = os.path.abspath(args.build)
-    whymiss = os.path.join(build_dir, "bin", "whymiss")
-    wrapper = os.path.join(build_dir, "bin", "whymiss-cc")
-    for p in (whymiss, wrapper):
-        if not os.access(p, os.X_OK):
-            fail(f"missing {p} (cmake --build {args.build})")
-    for tool in ("valgrind", "make", "cc"):
-        if shutil.which(tool) is None:
-            fail(f"{tool} not found")
+    build_dir, whymiss, wrapper = whymiss_and_tools(args.build, ("valgrind", "make", "cc"))
     work = os.path.abspath(args.work)
     out = os.path.join(work, "out")
     # lz4 1.9.4 has no -T: one thread only. INPUT stands for the input file, made below.
