@@ -65,7 +65,9 @@ enum State : int { kOff = 0, kInitialising, kRecording, kFinished, kDisabled };
 
 struct ThreadState {
   uint32_t index, tid, core;
-  std::atomic<uint8_t> busy{0};  // in record() or a held hit: the finisher waits for it to clear
+  // Up while this thread simulates an access (record() from access(), parallel_access) or takes
+  // a held or parallel hit: the finisher waits for it to clear.
+  std::atomic<uint8_t> busy{0};
   int* errno_loc = nullptr;      // this thread's errno: saved and restored without libc calls
   // Non-null while the simulator runs without locks (the process has this one thread): the
   // core's memo, for the hit path in on_access. Cleared before anything makes that unsafe
@@ -1073,8 +1075,11 @@ inline void inside(ThreadState* t, F&& f) {
 }
 
 // One access simulated for thread t (instruction ip, its record s, or nullptr when memory ran
-// out) with what every path counts beside it: the access log, the tracker, the thread's and the
-// instruction's access counts. Returns whether it hit L1; a miss is the caller's (record_misses).
+// out) with what record() and parallel_access count beside it: the access log, the tracker, the
+// thread's and the instruction's access counts. Returns whether it hit L1; a miss is the caller's
+// (record_misses). The caller has t_in_runtime up and either the busy flag up or the simulator to
+// itself (the relay, a solo owner); errno is left as found (the simulator's and the tracker's
+// allocations go to the private heap by their caller's address and keep errno).
 __attribute__((always_inline)) inline bool simulate(ThreadState* t, InstructionRecord* s,
                                                     uint64_t ip, uint64_t addr, uint32_t size,
                                                     bool write) {
@@ -1128,7 +1133,8 @@ __attribute__((noinline)) void solo_access(ThreadState* t, uintptr_t ret, uintpt
 bool strict_asked(ThreadState* t);
 void pace(ThreadState* t);
 
-// Entry for every access: cheap checks, then record() with the busy flag up.
+// Entry for every access that neither the hit path nor access_rest's fast paths took: cheap
+// checks, then record() with the busy flag up.
 inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
   ThreadState* t = t_state;
   if (__builtin_expect(t == nullptr, 0)) {
@@ -1188,12 +1194,12 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
 
 // access() and record() for a parallel-mode thread that owns its simulated core (t->relayed
 // false, g.parallel_hits), in one frame: when nothing is due (pacing, the move to strict order)
-// and the instruction already has its record, the access is simulated here with the busy flag up
-// as access() would, and errno is saved only around a miss (as access_rest does for a one-thread
-// program: a hit allocates nothing; the simulator's own allocations go to the private heap by
-// their caller's address). False, having done nothing, when access() must take it. Such threads
-// took ~110 more instructions per access than a one-thread program's (bench/README.md,
-// "Exact mode's instructions per access"): three frames, errno saved around every access.
+// and the instruction already has its record, the access is simulated here with the busy flag and
+// t_in_runtime up as access() would, and errno is saved only around a miss (simulate() leaves it
+// alone). False, having changed nothing, when access() must take it. Through access(), zstd's
+// compressing thread (parallel: its I/O threads run beside it) executed 399 instructions per
+// access outside the simulator and the tracker, a one-thread program's lz4 194; this path took
+// 44 off (bench/README.md, "Exact mode's instructions per access").
 __attribute__((always_inline)) inline bool parallel_access(ThreadState* t, uintptr_t ip,
                                                            uintptr_t addr, uint32_t size,
                                                            bool write) {
@@ -1213,15 +1219,23 @@ __attribute__((always_inline)) inline bool parallel_access(ThreadState* t, uintp
     return false;
   }
   __builtin_prefetch(reinterpret_cast<const void*>(addr));  // (see record)
-  if (!simulate(t, s, at, addr, size, write))
-    inside(t, [&] { record_misses(t, s, at, addr, write); });
+  // (t_in_runtime up: a signal handler's pthread_mutex_* reaches on_access without the ABI's
+  // guard, and must not simulate on this core while this access is half done.)
+  t_in_runtime = true;
+  if (!simulate(t, s, at, addr, size, write)) {
+    const int saved_errno = *t->errno_loc;
+    record_misses(t, s, at, addr, write);
+    *t->errno_loc = saved_errno;
+  }
+  t_in_runtime = false;
   t->busy.store(0, std::memory_order_release);
   return true;
 }
 
 // on_access past its first check. While the process has one thread, an instruction already in
 // the table needs no busy flag (no other thread can finish) and no allocation: the simulator is
-// asked directly, and only a miss pays for saving errno around record_misses.
+// asked directly, and only a miss pays for saving errno around record_misses. A parallel-mode
+// thread that owns its core goes to parallel_access; everything else to access().
 __attribute__((noinline)) void access_rest(uintptr_t ip, uintptr_t addr, uint32_t size,
                                            bool write) noexcept {
   ThreadState* t = t_state;
