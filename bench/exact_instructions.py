@@ -22,13 +22,14 @@ callgrind exact mode runs ~40x slower than alone). Runs, per program:
           --parts also with WHYMISS_MRC=0 WHYMISS_ACCESS_LOG=0 (no tracker, no access log).
 The instructions of the program's process are split by where they ran (callgrind's counts of each
 function's own instructions, inlined code in the function it was inlined into), per counted access:
-  simulator              whymiss::sim (the levels, their shadows and first-touch sets, coherence)
-  tracker                whymiss::rt::reuse (the miss-ratio curves: the events the program's
+  simulator              libwhymiss-rt.so's whymiss::sim (the levels, their shadows and first-touch
+                         sets, coherence)
+  tracker                its whymiss::rt::reuse (the miss-ratio curves: the events the program's
                          threads append, and applying them, on the tracker's thread or theirs)
-  runtime, other         the rest of whymiss and the __tsan_* entries: the hit path, per-instruction
-                         counts, a miss's attribution (objects, steps, sharing), the access log
+  runtime, other         the rest of libwhymiss-rt.so (the __tsan_* entries, the hit path,
+                         per-instruction counts, a miss's attribution, the access log, the hooks)
   program and libraries  everything else
-Exit 0 after a complete run, 2 on a setup error.
+Exit 0 after a complete run, 2 when the setup or a run fails (one line says which).
 
   bench/exact_instructions.py [--build build] [--work /tmp/whymiss-real] [--cap-mb 8]
                               [--only TEXT] [--parts]
@@ -48,19 +49,21 @@ from timing import cpu_model
 
 # Each function's own instructions (callgrind's exclusive counts: they add up to the process's
 # total, unlike inclusive ones, which callgrind_annotate got wrong for on_access in one of two
-# identical runs) go to the first group whose pattern its name matches; inlined code counts in
-# the function it was inlined into.
-GROUPS = [
-    ("simulator", r"^whymiss::sim::"),
-    ("tracker", r"^whymiss::rt::reuse::"),
-    ("runtime, other", r"^(whymiss::|__tsan_)"),
-    ("program and libraries", r""),
+# identical runs) go to a group by the object that holds the function and its namespace (a
+# template's demangled name may start with its return type); inlined code counts in the function
+# it was inlined into.
+RUNTIME_OBJECT = "libwhymiss-rt.so"
+GROUPS = [  # (name, pattern on the function) for the runtime's functions; the last takes the rest
+    ("simulator", r"(^|\s)whymiss::sim::"),
+    ("tracker", r"(^|\s)whymiss::rt::reuse::"),
+    ("runtime, other", r""),
 ]
+OUTSIDE = "program and libraries"
+COLUMNS = [name for name, _ in GROUPS] + [OUTSIDE]
 
 
-def fail(msg):
-    sys.stderr.write(f"exact_instructions: {msg}\n")
-    sys.exit(2)
+rp.NAME = "exact_instructions"
+fail = rp.fail
 
 
 def callgrind(cmd, outdir, env):
@@ -85,12 +88,13 @@ def process_file(outdir, exe):
 
 
 def totals(path):
-    """(total Ir, {function: its own Ir}) of one callgrind file."""
-    r = subprocess.run(["callgrind_annotate", "--threshold=100", "--auto=no", "--show=Ir", path],
+    """(total Ir, {function: its own Ir}, {function: its object's path}) of one callgrind file."""
+    r = subprocess.run(["callgrind_annotate", "--threshold=100", "--auto=no", "--show=Ir",
+                        "--show-percs=yes", path],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         fail(f"callgrind_annotate {path} failed:\n{r.stderr[-800:]}")
-    total, funcs = None, {}
+    total, funcs, objs = None, {}, {}
     for line in r.stdout.splitlines():
         m = re.match(r"^\s*([\d,]+)\s+\([ \d.]+%\)\s+(.*)$", line)
         if not m:
@@ -100,22 +104,29 @@ def totals(path):
         if what.startswith("PROGRAM TOTALS"):
             total = ir
             continue
-        # "file:function [object]" (or "???:function"): the function is after the file's colon.
+        # "file:function [clone ...] [object]" (or "???:function"): the function is after the
+        # file's colon; only a function's first entry names its object.
         if ":" not in what or what.startswith("=>"):
             continue
+        obj = re.search(r"\s\[(/[^\]]*)\]$", what)
         # (Without the object and a "[clone ...]": not every file's entry names the clone.)
         fn = re.sub(r"(\s+\[[^\]]*\])+$", "", what).split(":", 1)[1]
+        if obj:
+            objs[fn] = obj.group(1)
         # (A function whose inlined code comes from several files is listed once per file.)
         funcs[fn] = funcs.get(fn, 0) + ir
     if total is None:
         fail(f"callgrind_annotate printed no total for {path}")
-    return total, funcs
+    return total, funcs, objs
 
 
-def group_sums(funcs):
-    out = {name: 0 for name, _ in GROUPS}
+def group_sums(funcs, objs):
+    out = {name: 0 for name in COLUMNS}
     for fn, ir in funcs.items():
-        out[next(name for name, p in GROUPS if re.search(p, fn))] += ir
+        if os.path.basename(objs.get(fn, "")) == RUNTIME_OBJECT:
+            out[next(name for name, p in GROUPS if re.search(p, fn))] += ir
+        else:
+            out[OUTSIDE] += ir
     return out
 
 
@@ -165,29 +176,30 @@ def main():
         native, exact = exe[prog]
         with tempfile.TemporaryDirectory(prefix="whymiss-cg-") as d:
             callgrind([native, *argv], d, base_env)
-            native_ir, _ = totals(process_file(d, native))
+            native_ir, _, _ = totals(process_file(d, native))
         for cname, extra in configs:
             with tempfile.TemporaryDirectory(prefix="whymiss-cg-") as d:
                 prof = os.path.join(d, "x.data")
                 callgrind([whymiss, "record", "--mode", "exact", "--cache", rp.GEOMETRY, "-o", prof, "--",
                            exact, *argv], d, {**base_env, **extra})
-                ir, funcs = totals(process_file(d, exact))
+                ir, funcs, objs = totals(process_file(d, exact))
                 rep = subprocess.run([whymiss, "report", "-i", prof, "--format", "json"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 try:
-                    accesses = json.loads(rep)["totals"]["accesses"]
+                    accesses = json.loads(rep.stdout)["totals"]["accesses"]
                 except (ValueError, KeyError):
-                    fail(f"whymiss report could not read the profile of {name}")
+                    fail(f"whymiss report could not read the profile of {name} (exit {rep.returncode}): "
+                         f"{rep.stderr.strip()[-500:]}")
             if accesses <= 0:
                 fail(f"exact mode counted no accesses in {name}")
-            rows.append((name, cname, native_ir, ir, accesses, group_sums(funcs)))
+            rows.append((name, cname, native_ir, ir, accesses, group_sums(funcs, objs)))
             sys.stderr.write(f"{name} ({cname}): {ir / accesses:.0f} instructions per access\n")
     print("| program | exact mode | counted accesses | native instr. | exact instr. | exact/native "
-          "| per access: all | " + " | ".join(n for n, _ in GROUPS) + " |")
-    print("|---|---|---:|---:|---:|---:|---:|" + "---:|" * len(GROUPS))
+          "| per access: all | " + " | ".join(COLUMNS) + " |")
+    print("|---|---|---:|---:|---:|---:|---:|" + "---:|" * len(COLUMNS))
     for name, cname, nir, ir, acc, parts in rows:
         print(f"| `{name}` | {cname} | {acc:,} | {nir / 1e6:,.0f} M | {ir / 1e6:,.0f} M | {ir / nir:.0f}x | "
-              f"{ir / acc:.0f} | " + " | ".join(f"{parts[n] / acc:.0f}" for n, _ in GROUPS) + " |")
+              f"{ir / acc:.0f} | " + " | ".join(f"{parts[n] / acc:.0f}" for n in COLUMNS) + " |")
 
 
 if __name__ == "__main__":

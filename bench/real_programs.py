@@ -73,8 +73,11 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 """
 
 
+NAME = "real_programs"  # the prefix of fail()'s message (a script that imports this one sets its own)
+
+
 def fail(msg):
-    sys.stderr.write(f"real_programs: {msg}\n")
+    sys.stderr.write(f"{NAME}: {msg}\n")
     sys.exit(2)
 
 
@@ -162,14 +165,14 @@ def fetch_and_build(work, programs, wrapper):
     return tars, exe
 
 
-def whymiss_and_tools(build, tools):
+def whymiss_and_tools(build_arg, tools):
     """(absolute build dir, its whymiss, its whymiss-cc) after checking that both and `tools` exist."""
-    build_dir = os.path.abspath(build)
+    build_dir = os.path.abspath(build_arg)
     whymiss = os.path.join(build_dir, "bin", "whymiss")
     wrapper = os.path.join(build_dir, "bin", "whymiss-cc")
     for p in (whymiss, wrapper):
         if not os.access(p, os.X_OK):
-            fail(f"missing {p} (cmake --build {build})")
+            fail(f"missing {p} (cmake --build {build_arg})")
     for tool in tools:
         if shutil.which(tool) is None:
             fail(f"{tool} not found")
