@@ -147,16 +147,11 @@ def main():
         args.build, ("valgrind", "callgrind_annotate", "make", "cc"))
     work = os.path.abspath(args.work)
     out = os.path.join(work, "out")
-    runs = [
-        ("lz4 -1", "lz4", ["-f", "-q", "-1", rp.INPUT, out + ".lz4"]),
-        ("zstd -3 --single-thread", "zstd", ["-f", "-q", "-3", "--single-thread", rp.INPUT, "-o", out + ".zst"]),
-        ("zstd -3 -T1", "zstd", ["-f", "-q", "-3", "-T1", rp.INPUT, "-o", out + ".zst"]),
-        ("zstd -3 -T2", "zstd", ["-f", "-q", "-3", "-T2", rp.INPUT, "-o", out + ".zst"]),
-    ]
-    runs = [r for r in runs if (args.only in r[0] if args.only is not None else "-T" not in r[0])]
+    runs = [r for r in rp.program_runs(out)
+            if (args.only in r[0] if args.only is not None else "-T" not in r[0])]
     if not runs:
-        fail(f"no program's name contains '{args.only}' (they are: lz4 -1, zstd -3 --single-thread, "
-             "zstd -3 -T1, zstd -3 -T2)")
+        fail(f"no program's name contains '{args.only}' (they are: "
+             f"{', '.join(name for name, _, _ in rp.program_runs(out))})")
     _, exe = rp.fetch_and_build(work, sorted({prog for _, prog, _ in runs}), wrapper)
     text = os.path.join(work, f"input-{args.cap_mb}m.tar")
     files, size, sha = rp.tar_corpus(text, args.cap_mb << 20)

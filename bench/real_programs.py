@@ -149,6 +149,20 @@ def build(tar, dest, target, cc, log):
     return exe
 
 
+def program_runs(out):
+    """The runs measured: (name, program, arguments), INPUT standing for the input file and `out`
+    for the output's path without its extension."""
+    # lz4 1.9.4 has no -T: one thread only.
+    return [
+        ("lz4 -1", "lz4", ["-f", "-q", "-1", INPUT, out + ".lz4"]),
+        ("zstd -3 -T1", "zstd", ["-f", "-q", "-3", "-T1", INPUT, "-o", out + ".zst"]),
+        # -T1 is one compression worker beside the main thread (4 threads in the report);
+        # --single-thread compresses on the main thread (3 threads: the asynchronous I/O ones).
+        ("zstd -3 --single-thread", "zstd", ["-f", "-q", "-3", "--single-thread", INPUT, "-o", out + ".zst"]),
+        ("zstd -3 -T2", "zstd", ["-f", "-q", "-3", "-T2", INPUT, "-o", out + ".zst"]),
+    ]
+
+
 def fetch_and_build(work, programs, wrapper):
     """Fetches the sources of `programs` (names in PACKAGES) and builds each natively and with
     `wrapper` as CC, under work/; returns ({program: orig tarball}, {program: (native, exact)})."""
@@ -274,19 +288,11 @@ def main():
     build_dir, whymiss, wrapper = whymiss_and_tools(args.build, ("valgrind", "make", "cc"))
     work = os.path.abspath(args.work)
     out = os.path.join(work, "out")
-    # lz4 1.9.4 has no -T: one thread only. INPUT stands for the input file, made below.
-    runs = [
-        ("lz4 -1", "lz4", ["-f", "-q", "-1", INPUT, out + ".lz4"]),
-        ("zstd -3 -T1", "zstd", ["-f", "-q", "-3", "-T1", INPUT, "-o", out + ".zst"]),
-        # -T1 is one compression worker beside the main thread (4 threads in the report);
-        # --single-thread compresses on the main thread (3 threads: the asynchronous I/O ones).
-        ("zstd -3 --single-thread", "zstd", ["-f", "-q", "-3", "--single-thread", INPUT, "-o", out + ".zst"]),
-        ("zstd -3 -T2", "zstd", ["-f", "-q", "-3", "-T2", INPUT, "-o", out + ".zst"]),
-    ]
+    runs = program_runs(out)
     runs = [r for r in runs if args.only in r[0]]
     if not runs:
-        fail(f"no program's name contains '{args.only}' (they are: lz4 -1, zstd -3 -T1, "
-             "zstd -3 --single-thread, zstd -3 -T2)")
+        fail(f"no program's name contains '{args.only}' (they are: "
+             f"{', '.join(name for name, _, _ in program_runs(out))})")
     tars, exe = fetch_and_build(work, sorted({prog for _, prog, _ in runs}), wrapper)
     if args.input == "tar":
         text = os.path.join(work, f"input-{args.cap_mb}m.tar")

@@ -1222,12 +1222,9 @@ __attribute__((always_inline)) inline bool parallel_access(ThreadState* t, uintp
   // (t_in_runtime up: a signal handler's pthread_mutex_* reaches on_access without the ABI's
   // guard, and must not simulate on this core while this access is half done.)
   t_in_runtime = true;
-  if (!simulate(t, s, at, addr, size, write)) {
-    const int saved_errno = *t->errno_loc;
-    record_misses(t, s, at, addr, write);
-    *t->errno_loc = saved_errno;
-  }
+  const bool hit = simulate(t, s, at, addr, size, write);
   t_in_runtime = false;
+  if (!hit) inside(t, [&] { record_misses(t, s, at, addr, write); });
   t->busy.store(0, std::memory_order_release);
   return true;
 }
