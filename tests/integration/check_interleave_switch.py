@@ -6,12 +6,13 @@ them in turn, access by access, as `--interleave strict` does (docs/parallel-sim
 the first contention"). Asserts, against a strict run of the same program:
 - the parallel run's report says it moved to strict order;
 - every access is counted once: none dropped, the same total as strict's;
-- the top finding (kind, origin) is the same;
-- its L1 sharing misses (true + false) are at least half of strict's. In host order alone they
-  were 5-7 % of strict's on these workloads (a thread holding the line hits while its rival's
-  simulated miss takes a microsecond): the bound fails if the switch does not happen or does not
-  take. The issue's 10 % target is measured by bench/interleave_vs_strict.py, not asserted here,
-  as the share counted before the switch depends on how the threads ran.
+- the top finding (kind, origin) is the same.
+The sharing counts themselves are printed, not asserted: both runs follow how the host ran the
+threads, and on a loaded machine both move a lot (false_sharing_alloc under two busy loops on two
+vCPUs: strict 0.44-1.91 M, parallel 0.35-1.80 M in three runs each), so a bound on their ratio
+failed or passed by the load. The switch taking is what the note asserts (it is written only once
+a thread moved onto the relay); the issue's 10 % target on a quiet machine is measured by
+bench/interleave_vs_strict.py.
 Exit 0 when all hold, 1 with the first deviation otherwise."""
 import json
 import os
@@ -58,9 +59,6 @@ def main():
         return 1
     if p_top != s_top:
         print(f"FAIL: top finding: strict {s_top}, parallel {p_top}")
-        return 1
-    if 2 * p_sharing < s_sharing:
-        print("FAIL: parallel counted under half of strict's sharing misses")
         return 1
     return 0
 
