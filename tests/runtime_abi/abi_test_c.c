@@ -596,6 +596,14 @@ int main(void) {
   test_signal();
   test_direct_calls();
 
+  /* The guard the runtime's pthread hooks take (access_sink.h's enter_sink): never let in from
+   * inside the sink (a signal handler's mutex call in the middle of an access), always outside. */
+  g_section = "enter_sink";
+  snap();
+  CHECK(st.enter_tries_inside > 0);
+  CHECK_EQ(st.entered_inside, 0);
+  CHECK_EQ(rec_enter_outside(), 1);
+
   if (failures) {
     fprintf(stderr, "FAIL: %d check(s) failed\n", failures);
     return 1;

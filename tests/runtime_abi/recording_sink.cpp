@@ -16,6 +16,7 @@ struct State {
   uint64_t win_access_bytes[2];
   uint64_t win_range[2];
   uint64_t win_range_bytes[2];
+  uint64_t enter_tries_inside, entered_inside;
   uint64_t log_count;
   rec_event log[REC_LOG_MAX];
 };
@@ -49,6 +50,11 @@ void sync_undo(uintptr_t, uint64_t) noexcept {}
 void on_access(uintptr_t ip, uintptr_t addr, uint32_t size, bool write) noexcept {
   const int w = write ? 1 : 0;
   add(&g.total_access[w], 1);
+  add(&g.enter_tries_inside, 1);
+  if (enter_sink()) {
+    add(&g.entered_inside, 1);
+    leave_sink();
+  }
   uintptr_t lo = __atomic_load_n(&g.lo, __ATOMIC_RELAXED);
   uintptr_t hi = __atomic_load_n(&g.hi, __ATOMIC_RELAXED);
   if (addr < lo || addr >= hi || hi - addr < size) return;
@@ -88,10 +94,22 @@ extern "C" void rec_watch(const volatile void* lo, size_t len) {
   __atomic_store_n(&g.hi, l + len, __ATOMIC_SEQ_CST);
 }
 
+extern "C" int rec_enter_outside(void) {
+  if (!whymiss::rt::enter_sink()) return 0;
+  const bool nested = whymiss::rt::enter_sink();
+  whymiss::rt::leave_sink();
+  if (nested) return 0;
+  if (!whymiss::rt::enter_sink()) return 0;
+  whymiss::rt::leave_sink();
+  return 1;
+}
+
 extern "C" void rec_snapshot(rec_stats* out) {
   // Field by field with plain loops: a struct copy could become a call to memcpy, which the test
   // programs wrap (--wrap=memcpy) and which would then be reported.
   out->inits = get(&g.inits);
+  out->enter_tries_inside = get(&g.enter_tries_inside);
+  out->entered_inside = get(&g.entered_inside);
   for (int w = 0; w < 2; ++w) {
     out->total_access[w] = get(&g.total_access[w]);
     out->total_range[w] = get(&g.total_range[w]);

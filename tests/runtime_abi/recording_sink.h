@@ -34,6 +34,9 @@ struct rec_stats {
   uint64_t win_access_bytes[2]; /* [write] sum of their sizes */
   uint64_t win_range[2];        /* [write] ranges overlapping the window */
   uint64_t win_range_bytes[2];  /* [write] overlapping bytes of those ranges */
+  /* The ABI layer's re-entrancy guard as the runtime's pthread hooks take it (enter_sink): tries
+   * from inside on_access, and how many of them were let in (must be none). */
+  uint64_t enter_tries_inside, entered_inside;
   uint64_t log_count;           /* window events seen; the first REC_LOG_MAX are in log[] */
   struct rec_event log[REC_LOG_MAX];
 };
@@ -41,6 +44,9 @@ struct rec_stats {
 /* Sets the window to [lo, lo+len) and clears the window counters and the log (not the totals).
  * Call while no other thread is running instrumented code on the window. */
 void rec_watch(const volatile void* lo, size_t len);
+/* enter_sink() from outside the sink: 1 when it is let in, a second try meanwhile is not, and after
+ * leave_sink() a third is let in again; 0 otherwise. */
+int rec_enter_outside(void);
 /* Copies the counters out (performed by the uninstrumented sink: not itself reported). */
 void rec_snapshot(struct rec_stats* out);
 

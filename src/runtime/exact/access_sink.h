@@ -1,6 +1,7 @@
 // Interface between the compiler-facing ABI layer (tsan_abi.cpp) and whatever consumes the memory
-// accesses (the exact-mode cache simulator, or a test sink). The ABI layer defines none of these;
-// exactly one sink implementation must be linked into the instrumented program.
+// accesses (the exact-mode cache simulator, or a test sink). The ABI layer defines none of these
+// but enter_sink and leave_sink (below); exactly one sink implementation must be linked into the
+// instrumented program.
 //
 // Contract for implementations:
 //  * Called from arbitrary user threads, concurrently, and from signal handlers: must be thread-safe
@@ -36,6 +37,13 @@ void on_range(uintptr_t ip, uintptr_t addr, size_t size, bool write) noexcept;
 uint64_t sync_before(uintptr_t addr, bool acquires) noexcept;
 void sync_after(uintptr_t addr) noexcept;
 void sync_undo(uintptr_t addr, uint64_t before) noexcept;
+
+// Defined by the ABI layer, for code of the sink's library that is entered from outside it (the
+// interposed pthread functions): takes the layer's per-thread re-entrancy guard, false (nothing
+// taken) when the thread is inside the sink already, e.g. a signal handler's call in the middle
+// of an access. leave_sink() after a true.
+bool enter_sink() noexcept;
+void leave_sink() noexcept;
 
 // Called once per process, from the first __tsan_init (each instrumented translation unit calls
 // __tsan_init from a high-priority constructor; the ABI layer deduplicates).

@@ -1194,8 +1194,8 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
 
 // access() and record() for a parallel-mode thread that owns its simulated core (t->relayed
 // false, g.parallel_hits), in one frame: when nothing is due (pacing, the move to strict order)
-// and the instruction already has its record, the access is simulated here with the busy flag and
-// t_in_runtime up as access() would, and errno is saved only around a miss (simulate() leaves it
+// and the instruction already has its record, the access is simulated here with the busy flag up
+// as access() would, and errno is saved only around a miss (simulate() leaves it
 // alone). False, having changed nothing, when access() must take it. Through access(), zstd's
 // compressing thread (parallel: its I/O threads run beside it) executed 399 instructions per
 // access outside the simulator and the tracker, a one-thread program's lz4 194; this path took
@@ -1219,11 +1219,9 @@ __attribute__((always_inline)) inline bool parallel_access(ThreadState* t, uintp
     return false;
   }
   __builtin_prefetch(reinterpret_cast<const void*>(addr));  // (see record)
-  // (t_in_runtime up: a signal handler's pthread_mutex_* reaches on_access without the ABI's
-  // guard, and must not simulate on this core while this access is half done.)
-  t_in_runtime = true;
+  // (A signal handler cannot simulate on this core while this access is half done: its accesses
+  // and its pthread_mutex_* calls take the ABI layer's re-entrancy guard, which is up; enter_sink.)
   const bool hit = simulate(t, s, at, addr, size, write);
-  t_in_runtime = false;
   if (!hit) inside(t, [&] { record_misses(t, s, at, addr, write); });
   t->busy.store(0, std::memory_order_release);
   return true;

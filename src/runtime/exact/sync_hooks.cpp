@@ -30,6 +30,15 @@ Fn next_fn(std::atomic<Fn>& cache, const char* name, const char* version = nullp
 
 uintptr_t addr_of(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 
+// Tells the runtime through f(), unless this thread is inside the sink already (access_sink.h's
+// enter_sink): a signal handler's call that interrupted an access is then not told.
+template <class F>
+void tell(F&& f) {
+  if (!whymiss::rt::enter_sink()) return;
+  f();
+  whymiss::rt::leave_sink();
+}
+
 // The memory traffic of glibc's mutex, which is not instrumented: lock, trylock and unlock each
 // make an atomic read-modify-write of the mutex's first 16 bytes (__lock, __count, __owner,
 // __nusers), simulated as one write at the caller's call site (`ret`, a return address), so a
@@ -38,7 +47,7 @@ uintptr_t addr_of(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 void lock_word_access(const pthread_mutex_t* m, void* ret) {
   const bool was = whymiss::rt::set_in_runtime(true);
   whymiss::rt::set_in_runtime(was);
-  if (!was) whymiss::rt::on_access(reinterpret_cast<uintptr_t>(ret), addr_of(m), 16, true);
+  if (!was) tell([&] { whymiss::rt::on_access(reinterpret_cast<uintptr_t>(ret), addr_of(m), 16, true); });
 }
 
 using MutexFn = int (*)(pthread_mutex_t*);
@@ -47,7 +56,7 @@ int lock_with(std::atomic<MutexFn>& real, const char* name, pthread_mutex_t* m, 
   const MutexFn fn = next_fn(real, name);
   if (fn == nullptr) return EINVAL;
   const int rc = fn(m);
-  if (rc == 0) whymiss::rt::acquire_point(addr_of(m));
+  if (rc == 0) tell([&] { whymiss::rt::acquire_point(addr_of(m)); });
   lock_word_access(m, ret);  // (a failed trylock still took the line to compare)
   return rc;
 }
@@ -61,7 +70,7 @@ WM_HOOK int pthread_join(pthread_t th, void** ret) {
   auto fn = next_fn(real, "pthread_join");
   if (fn == nullptr) return ESRCH;
   const int rc = fn(th, ret);
-  if (rc == 0) whymiss::rt::after_join(th);
+  if (rc == 0) tell([&] { whymiss::rt::after_join(th); });
   return rc;
 }
 
@@ -80,7 +89,7 @@ WM_HOOK int pthread_mutex_unlock(pthread_mutex_t* m) {
   auto fn = next_fn(real, "pthread_mutex_unlock");
   if (fn == nullptr) return EINVAL;
   lock_word_access(m, __builtin_return_address(0));
-  whymiss::rt::release_point(addr_of(m));
+  tell([&] { whymiss::rt::release_point(addr_of(m)); });
   return fn(m);
 }
 
@@ -89,9 +98,9 @@ WM_HOOK int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m) {
   static std::atomic<int (*)(pthread_cond_t*, pthread_mutex_t*)> real{nullptr};
   auto fn = next_fn(real, "pthread_cond_wait", "GLIBC_2.3.2");
   if (fn == nullptr) return EINVAL;
-  whymiss::rt::release_point(addr_of(m));
+  tell([&] { whymiss::rt::release_point(addr_of(m)); });
   const int rc = fn(c, m);
-  whymiss::rt::acquire_point(addr_of(m));
+  tell([&] { whymiss::rt::acquire_point(addr_of(m)); });
   return rc;
 }
 
@@ -101,8 +110,8 @@ WM_HOOK int pthread_cond_timedwait(pthread_cond_t* c, pthread_mutex_t* m,
       nullptr};
   auto fn = next_fn(real, "pthread_cond_timedwait", "GLIBC_2.3.2");
   if (fn == nullptr) return EINVAL;
-  whymiss::rt::release_point(addr_of(m));
+  tell([&] { whymiss::rt::release_point(addr_of(m)); });
   const int rc = fn(c, m, t);
-  whymiss::rt::acquire_point(addr_of(m));
+  tell([&] { whymiss::rt::acquire_point(addr_of(m)); });
   return rc;
 }

@@ -412,6 +412,23 @@ struct Atomic<u128> {
 
 }  // namespace
 
+// The runtime's interposed pthread functions (sync_hooks.cpp) enter the runtime from outside this
+// layer: a signal handler that locks a mutex (not async-signal-safe, but programs do) while this
+// thread is inside the sink would reach the simulator in the middle of an access. They take the
+// same guard: false, and nothing taken, when the thread is inside the sink already.
+namespace whymiss::rt {
+bool enter_sink() noexcept {
+  if (t_in_sink != 0) return false;
+  t_in_sink = 1;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  return true;
+}
+void leave_sink() noexcept {
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  t_in_sink = 0;
+}
+}  // namespace whymiss::rt
+
 // =====================================================================================================
 // Initialisation and function entry/exit.
 
