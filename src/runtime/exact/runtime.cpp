@@ -121,6 +121,9 @@ struct ThreadState {
   uint64_t handed_at = 0;
   // Parallel mode's pacing (see pace()): when this thread looks next, and per other thread.
   uint64_t next_pace = 0;
+  // Parallel mode after the move to strict order was asked for (pace_movers): this thread's
+  // pushes to the relay, and at which count it looks at the threads that have not moved yet.
+  uint64_t pushed = 0, next_mover_look = 0;
   // Per simulated core (parallel mode has at most 64), for the thread that owned it at the last
   // look (pace_owner: its index + 1; a core handed to a new thread starts over).
   static constexpr uint32_t kPaced = 64;
@@ -128,6 +131,10 @@ struct ThreadState {
   uint64_t pace_seen[kPaced] = {};        // the others' access counts at this thread's last look
   uint64_t pace_asleep[kPaced] = {};      // not looked at again before this thread's count is here
   uint64_t pace_given_up[kPaced] = {};    // not waited for again before its own count is here
+  // pace_movers: not waited for again before then (mono_ns), and how long its last give-up
+  // skips it (0: none since it moved).
+  uint64_t pace_skip_until[kPaced] = {};
+  uint64_t pace_skip_ns[kPaced] = {};
   std::atomic<bool> exited{false};
   bool keep_parallel = false;  // strict order was asked for, but this thread got no lane
   // Threads simulating at once (locks, parallel): what they count for the working set and the
@@ -1132,6 +1139,7 @@ __attribute__((noinline)) void solo_access(ThreadState* t, uintptr_t ret, uintpt
 
 bool strict_asked(ThreadState* t);
 void pace(ThreadState* t);
+void pace_movers(ThreadState* t);
 
 // Entry for every access that neither the hit path nor access_rest's fast paths took: cheap
 // checks, then record() with the busy flag up.
@@ -1167,6 +1175,7 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
     // when set: the relay reads this host line for every access it simulates for us.)
     if (t->memo != nullptr) t->memo = nullptr;
     relay::store_if_changed(t->lane.local, uint8_t{0});
+    if (__builtin_expect(g.parallel_hits, 0) && ++t->pushed >= t->next_mover_look) pace_movers(t);
     relay::push(&t->lane, AccessRecord{ret, addr, size, write});
     return;
   }
@@ -1317,6 +1326,7 @@ constexpr uint64_t kPaceEvery = uint64_t(1) << 16;
 constexpr uint64_t kPaceLead = uint64_t(1) << 18;
 constexpr uint64_t kPaceAsleep = uint64_t(1) << 18;
 constexpr uint64_t kPaceGiveUpNs = 1000 * 1000;  // (the relay's own wait for a runnable lane)
+constexpr uint64_t kPaceSkipMaxNs = 64 * kPaceGiveUpNs;  // (pace_movers; the relay's longest skip)
 
 __attribute__((noinline)) void pace(ThreadState* t) {
   const uint64_t mine = t->accesses;
@@ -1391,6 +1401,65 @@ __attribute__((noinline)) void pace(ThreadState* t) {
       syscall(SYS_nanosleep, &step, nullptr);
     }
   }
+}
+
+// Parallel mode, once strict order was asked for: a thread that moved onto the relay waits, as
+// pace() does, for a thread that has not moved yet and is runnable. A thread moves at its own next
+// access (strict_asked), so one that has no CPU then (other processes hold them) has no lane the
+// relay could wait for, and the relay ran the threads that had moved on alone: on two vCPUs beside
+// two busy loops, false_sharing_app and false_sharing_alloc then ran their loops one thread after
+// the other and lost their sharing verdict in 5 of 24 runs (strict order from the start: 1). Each
+// such wait is bounded by kPaceGiveUpNs, then skips that thread for a while (pace_skip_*, as in
+// pace()); a thread asleep is not waited for (it moves when it wakes). Looks every kPaceEvery of
+// this thread's pushes, and no more once every thread moved (threads that start afterwards start
+// on the relay).
+// (Another thread's flags, which it sets itself in strict_asked.)
+inline bool moved_or_kept(const ThreadState* o) {
+  return __atomic_load_n(&o->relayed, __ATOMIC_RELAXED) || __atomic_load_n(&o->keep_parallel, __ATOMIC_RELAXED);
+}
+__attribute__((noinline)) void pace_movers(ThreadState* t) {
+  t->next_mover_look = t->pushed + kPaceEvery;
+  if (t_in_runtime || g.state.load(std::memory_order_relaxed) != kRecording) return;
+  Inside in;
+  bool owed = false;
+  const uint32_t n = std::min(g.next_index.load(std::memory_order_relaxed), ThreadState::kPaced);
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t owner = g.core_owner[i].load(std::memory_order_relaxed);
+    ThreadState* o = g.threads[owner].load(std::memory_order_acquire);
+    if (o == nullptr || o == t || o->core != i || o->exited.load(std::memory_order_relaxed) ||
+        moved_or_kept(o))
+      continue;
+    owed = true;
+    if (t->pace_owner[i] != owner + 1) {
+      t->pace_owner[i] = owner + 1;
+      t->pace_seen[i] = t->pace_asleep[i] = t->pace_given_up[i] = 0;
+      t->pace_skip_until[i] = t->pace_skip_ns[i] = 0;
+    }
+    const uint64_t start = mono_ns();
+    if (start < t->pace_skip_until[i]) continue;
+    for (uint32_t round = 0;; ++round) {
+      if (moved_or_kept(o) || o->exited.load(std::memory_order_relaxed) ||
+          (round % 8 == 0 && !relay::thread_runnable(int(o->tid)))) {
+        t->pace_skip_until[i] = t->pace_skip_ns[i] = 0;
+        break;  // it moved, or does not want a CPU
+      }
+      if (g.state.load(std::memory_order_relaxed) != kRecording) return;
+      const uint64_t now = mono_ns();
+      if (now - start > kPaceGiveUpNs) {
+        uint64_t& skip = t->pace_skip_ns[i];
+        skip = skip == 0 ? kPaceGiveUpNs : std::min(2 * skip, kPaceSkipMaxNs);
+        t->pace_skip_until[i] = now + skip;
+        break;
+      }
+      if (round < 4) {  // (as in pace(): no cancellation point)
+        sched_yield();
+      } else {
+        const timespec step{0, 50 * 1000};
+        syscall(SYS_nanosleep, &step, nullptr);
+      }
+    }
+  }
+  if (!owed) t->next_mover_look = ~uint64_t(0);
 }
 
 // Parallel mode, strict order asked for (Global::strict), called by a thread of the parallel mode
