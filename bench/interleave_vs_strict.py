@@ -13,9 +13,11 @@ Programs: the exact-gcc builds of the three contended workloads (tests/workloads
 twice, true sharing, at their integration-test scales) and every threaded program of the
 differential corpus that is built (tests/corpus: families perthread, shared, control), at its
 `exact_scale`, with the manifest's geometry. Nothing runs at once: sharing needs the threads of one
-program to overlap.
+program to overlap. `--busy N` starts N busy loops (processes spinning, no memory) for the whole
+measurement, as other work on a shared machine would: both modes then follow threads that run at
+once only part of the time, and the verdicts show how each copes.
 
-  bench/interleave_vs_strict.py [--build build] [--repeats 3] [--only NAME...] [--markdown]
+  bench/interleave_vs_strict.py [--build build] [--repeats 3] [--only NAME...] [--busy N] [--markdown]
 (build the corpus first: tests/corpus/gen.py build/corpus/src --family perthread --family shared
  --family control && tests/corpus/build.py)
 """
@@ -79,7 +81,19 @@ def main():
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--json", help="also write the raw runs here")
+    ap.add_argument("--busy", type=int, default=0,
+                    help="busy loops (processes) running beside the programs (default 0)")
     a = ap.parse_args()
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(a.busy)]
+    try:
+        return measure(a)
+    finally:
+        for b in busy:
+            b.kill()
+            b.wait()
+
+
+def measure(a):
     a.build = os.path.abspath(a.build)
     whymiss = os.path.join(a.build, "bin", "whymiss")
     rows, raw = [], {}
@@ -133,7 +147,8 @@ def main():
         if strict_agree < len(runs["strict"]):
             print(f"{name}: strict itself gave its most common verdict in {strict_agree} of "
                   f"{len(runs['strict'])} runs")
-    print(f"parallel runs with strict's most common top finding: {runs_ok} of {runs_all}")
+    print(f"parallel runs with strict's most common top finding: {runs_ok} of {runs_all}"
+          + (f" ({a.busy} busy loops beside them)" if a.busy else ""))
     if a.json:
         with open(a.json, "x") as f:
             json.dump(raw, f, indent=1)
