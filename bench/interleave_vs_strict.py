@@ -15,7 +15,8 @@ differential corpus that is built (tests/corpus: families perthread, shared, con
 `exact_scale`, with the manifest's geometry. Nothing runs at once: sharing needs the threads of one
 program to overlap. `--busy N` starts N busy loops (processes spinning, no memory) for the whole
 measurement, as other work on a shared machine would: both modes then follow threads that run at
-once only part of the time, and the verdicts show how each copes.
+once only part of the time, and the verdicts show how each copes. `--scale N` runs the three
+workloads at scale N (shorter runs leave less time after the move to strict order).
 
   bench/interleave_vs_strict.py [--build build] [--repeats 3] [--only NAME...] [--busy N] [--markdown]
 (build the corpus first: tests/corpus/gen.py build/corpus/src --family perthread --family shared
@@ -56,11 +57,11 @@ def run(whymiss, argv, mode, cache):
             "switched": any(SWITCHED in n for n in notes), "wall": wall}
 
 
-def programs(build, only):
+def programs(build, only, scale_of_workloads=None):
     progs = []
     wl = os.path.join(build, "workloads", "exact-gcc")
     for name, scale in (("false_sharing_app", 3), ("false_sharing_alloc", 3), ("true_sharing", 10)):
-        progs.append((name, [os.path.join(wl, name), str(scale)], None))
+        progs.append((name, [os.path.join(wl, name), str(scale_of_workloads or scale)], None))
     manifest = os.path.join(build, "corpus", "src", "manifest.json")
     if os.path.exists(manifest):
         with open(manifest) as f:
@@ -81,6 +82,8 @@ def main():
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--json", help="also write the raw runs here")
+    ap.add_argument("--scale", type=int,
+                    help="the three workloads at this scale (default: the integration tests' 3, 3, 10)")
     ap.add_argument("--busy", type=int, default=0,
                     help="busy loops (processes) running beside the programs (default 0)")
     a = ap.parse_args()
@@ -97,7 +100,7 @@ def measure(a):
     a.build = os.path.abspath(a.build)
     whymiss = os.path.join(a.build, "bin", "whymiss")
     rows, raw = [], {}
-    for name, argv, cache in programs(a.build, a.only):
+    for name, argv, cache in programs(a.build, a.only, a.scale):
         runs = {"strict": [], "parallel": []}
         for _ in range(a.repeats):
             for mode in ("strict", "parallel"):

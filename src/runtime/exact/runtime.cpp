@@ -1408,17 +1408,21 @@ __attribute__((noinline)) void pace(ThreadState* t) {
 // access (strict_asked), so one that has no CPU then (other processes hold them) has no lane the
 // relay could wait for, and the relay ran the threads that had moved on alone: on two vCPUs beside
 // two busy loops, false_sharing_app and false_sharing_alloc then ran their loops one thread after
-// the other and lost their sharing verdict in 5 of 24 runs (strict order from the start: 1). Each
-// such wait is bounded by kPaceGiveUpNs, then skips that thread for a while (pace_skip_*, as in
-// pace()); a thread asleep is not waited for (it moves when it wakes). Looks every kPaceEvery of
-// this thread's pushes, and no more once every thread moved (threads that start afterwards start
-// on the relay).
+// the other and lost their sharing verdict in 23 of 120 runs (with this: 14 of 216; strict order
+// from the start: 1 of 72; docs/parallel-sim.md). Each
+// such wait is bounded by kPaceGiveUpNs, then skips that thread for kPaceGiveUpNs, doubling up to
+// kPaceSkipMaxNs while it stays behind, as the relay skips a dry lane; a thread asleep is not
+// waited for (it moves when it wakes), nor looked at again for kPaceGiveUpNs. Looks every
+// kMoverLookEvery of this thread's pushes (the relay looks at every access; at every 64 Ki
+// pushes, the skips ended long before the next look and the loss was still 3 times strict's),
+// and no more once every thread moved (threads that start afterwards start on the relay).
 // (Another thread's flags, which it sets itself in strict_asked.)
 inline bool moved_or_kept(const ThreadState* o) {
   return __atomic_load_n(&o->relayed, __ATOMIC_RELAXED) || __atomic_load_n(&o->keep_parallel, __ATOMIC_RELAXED);
 }
+constexpr uint64_t kMoverLookEvery = 1024;
 __attribute__((noinline)) void pace_movers(ThreadState* t) {
-  t->next_mover_look = t->pushed + kPaceEvery;
+  t->next_mover_look = t->pushed + kMoverLookEvery;
   if (t_in_runtime || g.state.load(std::memory_order_relaxed) != kRecording) return;
   Inside in;
   bool owed = false;
@@ -1438,10 +1442,11 @@ __attribute__((noinline)) void pace_movers(ThreadState* t) {
     const uint64_t start = mono_ns();
     if (start < t->pace_skip_until[i]) continue;
     for (uint32_t round = 0;; ++round) {
-      if (moved_or_kept(o) || o->exited.load(std::memory_order_relaxed) ||
-          (round % 8 == 0 && !relay::thread_runnable(int(o->tid)))) {
-        t->pace_skip_until[i] = t->pace_skip_ns[i] = 0;
-        break;  // it moved, or does not want a CPU
+      if (moved_or_kept(o) || o->exited.load(std::memory_order_relaxed)) break;
+      if (round % 8 == 0 && !relay::thread_runnable(int(o->tid))) {  // asleep: not for a while
+        t->pace_skip_ns[i] = 0;
+        t->pace_skip_until[i] = mono_ns() + kPaceGiveUpNs;
+        break;
       }
       if (g.state.load(std::memory_order_relaxed) != kRecording) return;
       const uint64_t now = mono_ns();
