@@ -130,9 +130,8 @@ struct ThreadState {
   uint32_t pace_owner[kPaced] = {};
   uint64_t pace_seen[kPaced] = {};        // the others' access counts at this thread's last look
   uint64_t pace_asleep[kPaced] = {};      // not looked at again before this thread's count is here
-  uint64_t pace_given_up[kPaced] = {};    // not waited for again before its own count is here
-  // pace_movers: not waited for again before then (mono_ns), and how long its last give-up
-  // skips it (0: none since it moved).
+  // Not waited for again before then (mono_ns), and how long its last give-up skips it (0: none
+  // since it moved; pace_movers: since it was found asleep).
   uint64_t pace_skip_until[kPaced] = {};
   uint64_t pace_skip_ns[kPaced] = {};
   std::atomic<bool> exited{false};
@@ -1318,15 +1317,18 @@ bool start_relay() {
 // recorded) gets this thread's CPU until it has made a quarter as many, as a thread of the strict
 // relay waits on a full ring while the relay serves the others. A thread asleep (a lock, a join,
 // I/O) is not waited for, nor looked at in /proc again for kPaceAsleep of this thread's accesses
-// unless it moves; nor, once a wait of kPaceGiveUpNs did not bring it that far (code that is not
-// recorded, or slow misses on another CPU), is that one waited for again until it has made
-// kPaceLead more accesses. While threads run at once a look costs a load of each other thread's
-// count.
+// unless it moves. Once a wait of kPaceGiveUpNs did not bring it that far (code that is not
+// recorded, slow misses on another CPU, or no CPU for it: other processes hold them), that one is
+// not waited for again for kPaceGiveUpNs, doubling up to kPaceSkipMaxNs while it stays behind,
+// as the strict relay skips a dry lane. (The skip was counted in its accesses, 256 Ki of them:
+// on a machine whose other processes kept the CPUs busy, a thread that got no CPU for 1 ms was
+// not waited for again before the other had run its whole loop, and the run moved to strict
+// order with nothing left to contend; docs/parallel-sim.md.) While threads run at once a look
+// costs a load of each other thread's count.
 constexpr uint64_t kPaceEvery = uint64_t(1) << 16;
-constexpr uint64_t kPaceLead = uint64_t(1) << 18;
 constexpr uint64_t kPaceAsleep = uint64_t(1) << 18;
 constexpr uint64_t kPaceGiveUpNs = 1000 * 1000;  // (the relay's own wait for a runnable lane)
-constexpr uint64_t kPaceSkipMaxNs = 64 * kPaceGiveUpNs;  // (pace_movers; the relay's longest skip)
+constexpr uint64_t kPaceSkipMaxNs = 64 * kPaceGiveUpNs;  // (the relay's longest skip)
 
 __attribute__((noinline)) void pace(ThreadState* t) {
   const uint64_t mine = t->accesses;
@@ -1341,13 +1343,14 @@ __attribute__((noinline)) void pace(ThreadState* t) {
   ThreadState* waited[ThreadState::kPaced];
   uint64_t until[ThreadState::kPaced];
   uint32_t nwait = 0;
+  uint64_t looked = 0;  // mono_ns(), once a skip needs it
   for (uint32_t i = 0; i < n; ++i) {
     const uint32_t owner = g.core_owner[i].load(std::memory_order_relaxed);
     ThreadState* o = g.threads[owner].load(std::memory_order_acquire);
     if (o == nullptr || o == t || o->core != i || o->exited.load(std::memory_order_relaxed)) continue;
     if (t->pace_owner[i] != owner + 1) {  // a new owner: nothing to compare yet
       t->pace_owner[i] = owner + 1;
-      t->pace_seen[i] = t->pace_asleep[i] = t->pace_given_up[i] = 0;
+      t->pace_seen[i] = t->pace_asleep[i] = t->pace_skip_until[i] = t->pace_skip_ns[i] = 0;
     }
     // (Its memo hits count: a thread spinning on a flag of ours catches up at once.)
     const uint64_t theirs = __atomic_load_n(&o->accesses, __ATOMIC_RELAXED);
@@ -1358,10 +1361,14 @@ __attribute__((noinline)) void pace(ThreadState* t) {
     if (seen == 0) continue;
     const uint64_t moved = theirs - seen;
     if (moved >= kPaceEvery / 8) {
-      t->pace_asleep[i] = 0;
+      t->pace_asleep[i] = t->pace_skip_until[i] = t->pace_skip_ns[i] = 0;
       continue;
     }
-    if (mine < t->pace_asleep[i] || theirs < t->pace_given_up[i]) continue;
+    if (mine < t->pace_asleep[i]) continue;
+    if (t->pace_skip_until[i] != 0) {
+      if (looked == 0) looked = mono_ns();
+      if (looked < t->pace_skip_until[i]) continue;
+    }
     if (!relay::thread_runnable(int(o->tid))) {
       t->pace_asleep[i] = mine + kPaceAsleep;
       continue;
@@ -1385,8 +1392,11 @@ __attribute__((noinline)) void pace(ThreadState* t) {
       return;  // (moving to strict order, or finishing: no more waits)
     const uint64_t now = mono_ns();
     if (now - start > kPaceGiveUpNs) {  // this one, and the rest of the list, not for a while
-      for (; k < nwait; ++k)
-        t->pace_given_up[wait_for[k]] = __atomic_load_n(&waited[k]->accesses, __ATOMIC_RELAXED) + kPaceLead;
+      for (; k < nwait; ++k) {
+        uint64_t& skip = t->pace_skip_ns[wait_for[k]];
+        skip = skip == 0 ? kPaceGiveUpNs : std::min(2 * skip, kPaceSkipMaxNs);
+        t->pace_skip_until[wait_for[k]] = now + skip;
+      }
       return;
     }
     g.waited_ns.store(now, std::memory_order_relaxed);  // threads take turns (kStrictTurnsNs)
@@ -1408,14 +1418,13 @@ __attribute__((noinline)) void pace(ThreadState* t) {
 // access (strict_asked), so one that has no CPU then (other processes hold them) has no lane the
 // relay could wait for, and the relay ran the threads that had moved on alone: on two vCPUs beside
 // two busy loops, false_sharing_app and false_sharing_alloc then ran their loops one thread after
-// the other and lost their sharing verdict in 23 of 120 runs (with this: 14 of 216; strict order
-// from the start: 1 of 72; docs/parallel-sim.md). Each
-// such wait is bounded by kPaceGiveUpNs, then skips that thread for kPaceGiveUpNs, doubling up to
-// kPaceSkipMaxNs while it stays behind, as the relay skips a dry lane; a thread asleep is not
+// the other and lost their sharing verdict in 23 of 120 runs (with this and pace()'s skip by
+// time: 2 of 144; strict order from the start: 1 of 72; docs/parallel-sim.md). Each
+// such wait is bounded by kPaceGiveUpNs, then skips that thread as pace() does; a thread asleep is not
 // waited for (it moves when it wakes), nor looked at again for kPaceGiveUpNs. Looks every
-// kMoverLookEvery of this thread's pushes (the relay looks at every access; at every 64 Ki
-// pushes, the skips ended long before the next look and the loss was still 3 times strict's),
-// and no more once every thread moved (threads that start afterwards start on the relay).
+// kMoverLookEvery of this thread's pushes (the relay looks at every access; a skip of 1 ms ends
+// long before 64 Ki pushes), and no more once every thread moved (threads that start afterwards
+// start on the relay).
 // (Another thread's flags, which it sets itself in strict_asked.)
 inline bool moved_or_kept(const ThreadState* o) {
   return __atomic_load_n(&o->relayed, __ATOMIC_RELAXED) || __atomic_load_n(&o->keep_parallel, __ATOMIC_RELAXED);
@@ -1436,8 +1445,7 @@ __attribute__((noinline)) void pace_movers(ThreadState* t) {
     owed = true;
     if (t->pace_owner[i] != owner + 1) {
       t->pace_owner[i] = owner + 1;
-      t->pace_seen[i] = t->pace_asleep[i] = t->pace_given_up[i] = 0;
-      t->pace_skip_until[i] = t->pace_skip_ns[i] = 0;
+      t->pace_seen[i] = t->pace_asleep[i] = t->pace_skip_until[i] = t->pace_skip_ns[i] = 0;
     }
     const uint64_t start = mono_ns();
     if (start < t->pace_skip_until[i]) continue;
