@@ -15,10 +15,12 @@ differential corpus that is built (tests/corpus: families perthread, shared, con
 `exact_scale`, with the manifest's geometry. Nothing runs at once: sharing needs the threads of one
 program to overlap. `--busy N` starts N busy loops (processes spinning, no memory) for the whole
 measurement, as other work on a shared machine would: both modes then follow threads that run at
-once only part of the time, and the verdicts show how each copes. `--scale N` runs the three
-workloads at scale N (shorter runs leave less time after the move to strict order).
+once only part of the time, and the verdicts show how each copes. `--scale N` (or A,B,C, one per
+workload) changes the three workloads' scales: shorter runs leave less time after the move to
+strict order.
 
-  bench/interleave_vs_strict.py [--build build] [--repeats 3] [--only NAME...] [--busy N] [--markdown]
+  bench/interleave_vs_strict.py [--build build] [--repeats 3] [--only NAME...] [--busy N]
+                                [--scale N|A,B,C] [--markdown]
 (build the corpus first: tests/corpus/gen.py build/corpus/src --family perthread --family shared
  --family control && tests/corpus/build.py)
 """
@@ -57,11 +59,12 @@ def run(whymiss, argv, mode, cache):
             "switched": any(SWITCHED in n for n in notes), "wall": wall}
 
 
-def programs(build, only, scale_of_workloads=None):
+def programs(build, only, scales=None):
     progs = []
     wl = os.path.join(build, "workloads", "exact-gcc")
-    for name, scale in (("false_sharing_app", 3), ("false_sharing_alloc", 3), ("true_sharing", 10)):
-        progs.append((name, [os.path.join(wl, name), str(scale_of_workloads or scale)], None))
+    workloads = (("false_sharing_app", 3), ("false_sharing_alloc", 3), ("true_sharing", 10))
+    for i, (name, scale) in enumerate(workloads):
+        progs.append((name, [os.path.join(wl, name), str(scales[i] if scales else scale)], None))
     manifest = os.path.join(build, "corpus", "src", "manifest.json")
     if os.path.exists(manifest):
         with open(manifest) as f:
@@ -82,11 +85,22 @@ def main():
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--json", help="also write the raw runs here")
-    ap.add_argument("--scale", type=int,
-                    help="the three workloads at this scale (default: the integration tests' 3, 3, 10)")
+    ap.add_argument("--scale", help="the three workloads' scales: N for all, or A,B,C for "
+                    "false_sharing_app, false_sharing_alloc, true_sharing (default 3,3,10: the "
+                    "integration tests')")
     ap.add_argument("--busy", type=int, default=0,
                     help="busy loops (processes) running beside the programs (default 0)")
     a = ap.parse_args()
+    if a.scale:
+        try:
+            scales = [int(v) for v in a.scale.split(",")]
+        except ValueError:
+            scales = []
+        if len(scales) == 1:
+            scales *= 3
+        if len(scales) != 3 or min(scales) < 1:
+            ap.error("--scale takes one positive number or three, comma-separated")
+        a.scale = scales
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(a.busy)]
     try:
         return measure(a)

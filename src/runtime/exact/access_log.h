@@ -77,7 +77,8 @@ __attribute__((always_inline)) inline void append(uint64_t addr, uint32_t size, 
 
 // append() for threads that simulate their own accesses at once (no relay): into the calling
 // thread's block (see above). A signal handler's accesses on this thread never get here
-// meanwhile: the access paths that call this drop them (hit_path.h, runtime.cpp's t_in_runtime).
+// meanwhile: the ABI layer's re-entrancy guard drops them (tsan_abi.cpp; the interposed pthread
+// functions take it too, enter_sink), and runtime.cpp's t_in_runtime inside the runtime.
 __attribute__((always_inline)) inline void append_own(uint64_t addr, uint32_t size, bool write,
                                                       uint32_t thread) noexcept {
   Log& l = g_log;

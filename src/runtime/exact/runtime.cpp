@@ -122,16 +122,17 @@ struct ThreadState {
   // Parallel mode's pacing (see pace()): when this thread looks next, and per other thread.
   uint64_t next_pace = 0;
   // Parallel mode after the move to strict order was asked for (pace_movers): this thread's
-  // pushes to the relay, and at which count it looks at the threads that have not moved yet.
-  uint64_t pushed = 0, next_mover_look = 0;
+  // accesses since it moved onto the relay that were not held hits (pushes, and accesses made
+  // inline under a solo grant), and at which count it looks at the threads not moved yet.
+  uint64_t fed = 0, next_mover_look = 0;
   // Per simulated core (parallel mode has at most 64), for the thread that owned it at the last
   // look (pace_owner: its index + 1; a core handed to a new thread starts over).
   static constexpr uint32_t kPaced = 64;
   uint32_t pace_owner[kPaced] = {};
   uint64_t pace_seen[kPaced] = {};        // the others' access counts at this thread's last look
   uint64_t pace_asleep[kPaced] = {};      // not looked at again before this thread's count is here
-  // Not waited for again before then (mono_ns), and how long its last give-up skips it (0: none
-  // since it moved; pace_movers: since it was found asleep).
+  // Per core, the thread pace() or pace_movers gave up on: not waited for again before then
+  // (mono_ns), and how long that skip was (doubling while it stays behind; 0: it caught up).
   uint64_t pace_skip_until[kPaced] = {};
   uint64_t pace_skip_ns[kPaced] = {};
   std::atomic<bool> exited{false};
@@ -1083,8 +1084,9 @@ inline void inside(ThreadState* t, F&& f) {
 // One access simulated for thread t (instruction ip, its record s, or nullptr when memory ran
 // out) with what record() and parallel_access count beside it: the access log, the tracker, the
 // thread's and the instruction's access counts. Returns whether it hit L1; a miss is the caller's
-// (record_misses). The caller has t_in_runtime up and either the busy flag up or the simulator to
-// itself (the relay, a solo owner); errno is left as found (the simulator's and the tracker's
+// (record_misses). The caller has either the busy flag up or the simulator to itself (the relay,
+// a solo owner), and no signal handler of its thread can reach the simulator meanwhile: the ABI
+// layer's re-entrancy guard is up (enter_sink), or t_in_runtime; errno is left as found (the simulator's and the tracker's
 // allocations go to the private heap by their caller's address and keep errno).
 __attribute__((always_inline)) inline bool simulate(ThreadState* t, InstructionRecord* s,
                                                     uint64_t ip, uint64_t addr, uint32_t size,
@@ -1118,8 +1120,12 @@ inline bool record(ThreadState* t, uint64_t ip, uint64_t addr, uint32_t size, bo
 // in a single-threaded program, while the grant holds; pushed once it is revoked. t->memo is set
 // while this thread believes it holds the grant; the relay's revocation waits for lane.busy.
 inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write);
+void pace_movers(ThreadState* t);
 __attribute__((noinline)) void solo_access(ThreadState* t, uintptr_t ret, uintptr_t addr,
                                            uint32_t size, bool write) noexcept {
+  // (A solo grant does not end while a thread that has not moved yet has no lane: so the wait for
+  // it is here too.)
+  if (__builtin_expect(g.parallel_hits, 0) && ++t->fed >= t->next_mover_look) pace_movers(t);
   t->lane.busy.store(1, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);  // paired with the relay's membarrier
   if (relay::solo() == &t->lane) {
@@ -1138,7 +1144,6 @@ __attribute__((noinline)) void solo_access(ThreadState* t, uintptr_t ret, uintpt
 
 bool strict_asked(ThreadState* t);
 void pace(ThreadState* t);
-void pace_movers(ThreadState* t);
 
 // Entry for every access that neither the hit path nor access_rest's fast paths took: cheap
 // checks, then record() with the busy flag up.
@@ -1174,7 +1179,7 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
     // when set: the relay reads this host line for every access it simulates for us.)
     if (t->memo != nullptr) t->memo = nullptr;
     relay::store_if_changed(t->lane.local, uint8_t{0});
-    if (__builtin_expect(g.parallel_hits, 0) && ++t->pushed >= t->next_mover_look) pace_movers(t);
+    if (__builtin_expect(g.parallel_hits, 0) && ++t->fed >= t->next_mover_look) pace_movers(t);
     relay::push(&t->lane, AccessRecord{ret, addr, size, write});
     return;
   }
@@ -1421,7 +1426,8 @@ __attribute__((noinline)) void pace(ThreadState* t) {
 // the other and lost their sharing verdict in 23 of 120 runs (with this and pace()'s skip by
 // time: 2 of 144; strict order from the start: 1 of 72; docs/parallel-sim.md). Each
 // such wait is bounded by kPaceGiveUpNs, then skips that thread as pace() does; a thread asleep is not
-// waited for (it moves when it wakes), nor looked at again for kPaceGiveUpNs. Looks every
+// waited for (it moves when it wakes), nor looked at again for a while (the same doubling skip).
+// Looks every
 // kMoverLookEvery of this thread's pushes (the relay looks at every access; a skip of 1 ms ends
 // long before 64 Ki pushes), and no more once every thread moved (threads that start afterwards
 // start on the relay).
@@ -1431,7 +1437,7 @@ inline bool moved_or_kept(const ThreadState* o) {
 }
 constexpr uint64_t kMoverLookEvery = 1024;
 __attribute__((noinline)) void pace_movers(ThreadState* t) {
-  t->next_mover_look = t->pushed + kMoverLookEvery;
+  t->next_mover_look = t->fed + kMoverLookEvery;
   if (t_in_runtime || g.state.load(std::memory_order_relaxed) != kRecording) return;
   Inside in;
   bool owed = false;
@@ -1452,8 +1458,9 @@ __attribute__((noinline)) void pace_movers(ThreadState* t) {
     for (uint32_t round = 0;; ++round) {
       if (moved_or_kept(o) || o->exited.load(std::memory_order_relaxed)) break;
       if (round % 8 == 0 && !relay::thread_runnable(int(o->tid))) {  // asleep: not for a while
-        t->pace_skip_ns[i] = 0;
-        t->pace_skip_until[i] = mono_ns() + kPaceGiveUpNs;
+        uint64_t& skip = t->pace_skip_ns[i];  // (a main thread in pthread_join: one look per 64 ms)
+        skip = skip == 0 ? kPaceGiveUpNs : std::min(2 * skip, kPaceSkipMaxNs);
+        t->pace_skip_until[i] = mono_ns() + skip;
         break;
       }
       if (g.state.load(std::memory_order_relaxed) != kRecording) return;
@@ -1506,6 +1513,9 @@ __attribute__((noinline)) bool strict_asked(ThreadState* t) {
       enable_held_hits(t);
       g.moved.fetch_add(1, std::memory_order_relaxed);
       moved = true;
+      // (pace()'s skips are for threads running in parallel; pace_movers starts over.)
+      std::fill(std::begin(t->pace_skip_until), std::end(t->pace_skip_until), uint64_t(0));
+      std::fill(std::begin(t->pace_skip_ns), std::end(t->pace_skip_ns), uint64_t(0));
     } else {
       t->keep_parallel = true;
       enable_parallel_hits(t);
