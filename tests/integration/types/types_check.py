@@ -126,8 +126,11 @@ def main():
             check(set(by) >= {"count", "id", "name[]"}, f"fields of struct worker: {sorted(by)}")
             fs = {n: l1(f)["by_kind"]["false_sharing"] for n, f in by.items()}
             total_fs = sum(fs.values())
-            # Two threads x 200,000 increments ping-pong one line: most increments miss.
-            check(total_fs >= 100000, f"false-sharing misses on struct worker: {total_fs}")
+            # Two threads x 200,000 increments ping-pong one line: how many increments miss
+            # depends on how long the threads ran at once (quiet runs: 200-350 K; one CI run of
+            # a clean clone: 64,647, with the verdict and the fields right). The floor only says
+            # the misses are the loop's, not a few stray ones; the attribution is checked below.
+            check(total_fs >= 20000, f"false-sharing misses on struct worker: {total_fs}")
             check(fs.get("count", 0) >= 0.95 * total_fs, f"false-sharing misses by field: {fs}")
             check(by.get("id", {}).get("cold") and by.get("name[]", {}).get("cold"),
                   f"id / name[] not cold: {[(n, f['cold']) for n, f in by.items()]}")
