@@ -1086,8 +1086,9 @@ inline void inside(ThreadState* t, F&& f) {
 // thread's and the instruction's access counts. Returns whether it hit L1; a miss is the caller's
 // (record_misses). The caller has either the busy flag up or the simulator to itself (the relay,
 // a solo owner), and no signal handler of its thread can reach the simulator meanwhile: the ABI
-// layer's re-entrancy guard is up (enter_sink), or t_in_runtime; errno is left as found (the simulator's and the tracker's
-// allocations go to the private heap by their caller's address and keep errno).
+// layer's re-entrancy guard is up (enter_sink), or t_in_runtime. errno is left as found (the
+// simulator's and the tracker's allocations go to the private heap by their caller's address and
+// keep errno).
 __attribute__((always_inline)) inline bool simulate(ThreadState* t, InstructionRecord* s,
                                                     uint64_t ip, uint64_t addr, uint32_t size,
                                                     bool write) {
@@ -1121,11 +1122,17 @@ inline bool record(ThreadState* t, uint64_t ip, uint64_t addr, uint32_t size, bo
 // while this thread believes it holds the grant; the relay's revocation waits for lane.busy.
 inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write);
 void pace_movers(ThreadState* t);
+// A relayed thread's access that is not a held hit (a push, or one made inline under a solo
+// grant): pace_movers' count.
+inline void note_fed(ThreadState* t) {
+  if (__builtin_expect(g.parallel_hits, 0) && ++t->fed >= t->next_mover_look) pace_movers(t);
+}
+
 __attribute__((noinline)) void solo_access(ThreadState* t, uintptr_t ret, uintptr_t addr,
                                            uint32_t size, bool write) noexcept {
   // (A solo grant does not end while a thread that has not moved yet has no lane: so the wait for
   // it is here too.)
-  if (__builtin_expect(g.parallel_hits, 0) && ++t->fed >= t->next_mover_look) pace_movers(t);
+  note_fed(t);
   t->lane.busy.store(1, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);  // paired with the relay's membarrier
   if (relay::solo() == &t->lane) {
@@ -1179,7 +1186,7 @@ inline void access(uintptr_t ret, uintptr_t addr, uint32_t size, bool write) {
     // when set: the relay reads this host line for every access it simulates for us.)
     if (t->memo != nullptr) t->memo = nullptr;
     relay::store_if_changed(t->lane.local, uint8_t{0});
-    if (__builtin_expect(g.parallel_hits, 0) && ++t->fed >= t->next_mover_look) pace_movers(t);
+    note_fed(t);
     relay::push(&t->lane, AccessRecord{ret, addr, size, write});
     return;
   }
@@ -1335,6 +1342,27 @@ constexpr uint64_t kPaceAsleep = uint64_t(1) << 18;
 constexpr uint64_t kPaceGiveUpNs = 1000 * 1000;  // (the relay's own wait for a runnable lane)
 constexpr uint64_t kPaceSkipMaxNs = 64 * kPaceGiveUpNs;  // (the relay's longest skip)
 
+// Gives up on the thread on core i for a while (pace_skip_*): kPaceGiveUpNs the first time,
+// doubling up to kPaceSkipMaxNs while it stays behind.
+inline void skip_longer(ThreadState* t, uint32_t i, uint64_t now) {
+  uint64_t& skip = t->pace_skip_ns[i];
+  skip = skip == 0 ? kPaceGiveUpNs : std::min(2 * skip, kPaceSkipMaxNs);
+  t->pace_skip_until[i] = now + skip;
+}
+
+// One step of a wait for another thread, round `round` of it. Yield first (the thread behind may
+// be waiting for this CPU), then sleep a little (it may be queued on another CPU, where yielding
+// here does not help it). No libc call that is a cancellation point (a program may cancel this
+// thread): sched_yield is none, and the sleep is the system call itself.
+inline void give_way(uint32_t round) {
+  if (round < 4) {
+    sched_yield();
+  } else {
+    const timespec step{0, 50 * 1000};
+    syscall(SYS_nanosleep, &step, nullptr);
+  }
+}
+
 __attribute__((noinline)) void pace(ThreadState* t) {
   const uint64_t mine = t->accesses;
   t->next_pace = mine + kPaceEvery;
@@ -1397,24 +1425,11 @@ __attribute__((noinline)) void pace(ThreadState* t) {
       return;  // (moving to strict order, or finishing: no more waits)
     const uint64_t now = mono_ns();
     if (now - start > kPaceGiveUpNs) {  // this one, and the rest of the list, not for a while
-      for (; k < nwait; ++k) {
-        uint64_t& skip = t->pace_skip_ns[wait_for[k]];
-        skip = skip == 0 ? kPaceGiveUpNs : std::min(2 * skip, kPaceSkipMaxNs);
-        t->pace_skip_until[wait_for[k]] = now + skip;
-      }
+      for (; k < nwait; ++k) skip_longer(t, wait_for[k], now);
       return;
     }
     g.waited_ns.store(now, std::memory_order_relaxed);  // threads take turns (kStrictTurnsNs)
-    // Yield first (the thread behind may be waiting for this CPU), then sleep a little (it may
-    // be queued on another CPU, where yielding here does not help it). No libc call that is a
-    // cancellation point (a program may cancel this thread): sched_yield is none, and the sleep
-    // is the system call itself.
-    if (round < 4) {
-      sched_yield();
-    } else {
-      const timespec step{0, 50 * 1000};
-      syscall(SYS_nanosleep, &step, nullptr);
-    }
+    give_way(round);
   }
 }
 
@@ -1424,13 +1439,12 @@ __attribute__((noinline)) void pace(ThreadState* t) {
 // relay could wait for, and the relay ran the threads that had moved on alone: on two vCPUs beside
 // two busy loops, false_sharing_app and false_sharing_alloc then ran their loops one thread after
 // the other and lost their sharing verdict in 23 of 120 runs (with this and pace()'s skip by
-// time: 2 of 144; strict order from the start: 1 of 72; docs/parallel-sim.md). Each
-// such wait is bounded by kPaceGiveUpNs, then skips that thread as pace() does; a thread asleep is not
-// waited for (it moves when it wakes), nor looked at again for a while (the same doubling skip).
-// Looks every
-// kMoverLookEvery of this thread's pushes (the relay looks at every access; a skip of 1 ms ends
-// long before 64 Ki pushes), and no more once every thread moved (threads that start afterwards
-// start on the relay).
+// time: 2 of 144; strict order from the start: 1 of 72; docs/parallel-sim.md). Each such wait is
+// bounded by kPaceGiveUpNs, then skips that thread as pace() does; a thread asleep is not waited
+// for (it moves when it wakes), nor looked at again for a while (the same doubling skip). Looks
+// every kMoverLookEvery of this thread's accesses that are not held hits (note_fed; the relay
+// looks at every access, and a skip of 1 ms ends long before 64 Ki pushes), and no more once
+// every thread moved (threads that start afterwards start on the relay).
 // (Another thread's flags, which it sets itself in strict_asked.)
 inline bool moved_or_kept(const ThreadState* o) {
   return __atomic_load_n(&o->relayed, __ATOMIC_RELAXED) || __atomic_load_n(&o->keep_parallel, __ATOMIC_RELAXED);
@@ -1457,26 +1471,18 @@ __attribute__((noinline)) void pace_movers(ThreadState* t) {
     if (start < t->pace_skip_until[i]) continue;
     for (uint32_t round = 0;; ++round) {
       if (moved_or_kept(o) || o->exited.load(std::memory_order_relaxed)) break;
-      if (round % 8 == 0 && !relay::thread_runnable(int(o->tid))) {  // asleep: not for a while
-        uint64_t& skip = t->pace_skip_ns[i];  // (a main thread in pthread_join: one look per 64 ms)
-        skip = skip == 0 ? kPaceGiveUpNs : std::min(2 * skip, kPaceSkipMaxNs);
-        t->pace_skip_until[i] = mono_ns() + skip;
+      // Asleep (a main thread in pthread_join: one look per 64 ms), or waited for long enough.
+      if (round % 8 == 0 && !relay::thread_runnable(int(o->tid))) {
+        skip_longer(t, i, mono_ns());
         break;
       }
       if (g.state.load(std::memory_order_relaxed) != kRecording) return;
       const uint64_t now = mono_ns();
       if (now - start > kPaceGiveUpNs) {
-        uint64_t& skip = t->pace_skip_ns[i];
-        skip = skip == 0 ? kPaceGiveUpNs : std::min(2 * skip, kPaceSkipMaxNs);
-        t->pace_skip_until[i] = now + skip;
+        skip_longer(t, i, now);
         break;
       }
-      if (round < 4) {  // (as in pace(): no cancellation point)
-        sched_yield();
-      } else {
-        const timespec step{0, 50 * 1000};
-        syscall(SYS_nanosleep, &step, nullptr);
-      }
+      give_way(round);
     }
   }
   if (!owed) t->next_mover_look = ~uint64_t(0);
