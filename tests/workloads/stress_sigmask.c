@@ -11,7 +11,8 @@
  * trace windows) must keep such threads alive: a thread that traps with
  * SIGTRAP blocked is killed by the kernel.
  *
- * Usage: stress_sigmask [scale]   (scale >= 1 multiplies the work)
+ * Usage: stress_sigmask [scale [passes]]   (scale >= 1 multiplies the work; passes per
+ *        scale, default 15000: exact mode's tests run 1500, soft mode needs the CPU time)
  * Output: one line "stress_sigmask ok checksum=N" (the workers' and the main
  * thread's results, independent of how often the handler ran) and exit 0.
  */
@@ -31,13 +32,14 @@
 static uint64_t worker_data[2][WORDS], main_data[WORDS], handler_data[64];
 static volatile sig_atomic_t alarms;
 
-static long parse_scale(int argc, char **argv) {
-  if (argc < 2) return 1;
+/* argv[i] as a positive integer, or `dflt` when absent. */
+static long parse_arg(int argc, char **argv, int i, long dflt) {
+  if (argc <= i) return dflt;
   char *end = NULL;
   errno = 0;
-  long s = strtol(argv[1], &end, 10);
-  if (errno != 0 || end == argv[1] || *end != '\0' || s <= 0) {
-    fprintf(stderr, "usage: %s [scale (positive integer)]\n", argv[0]);
+  long s = strtol(argv[i], &end, 10);
+  if (errno != 0 || end == argv[i] || *end != '\0' || s <= 0 || s > 1000000000L) {
+    fprintf(stderr, "usage: %s [scale [passes per scale]] (positive integers)\n", argv[0]);
     exit(2);
   }
   return s;
@@ -87,7 +89,7 @@ static void *worker(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  g_passes = parse_scale(argc, argv) * PASSES_PER_SCALE;
+  g_passes = parse_arg(argc, argv, 1, 1) * parse_arg(argc, argv, 2, PASSES_PER_SCALE);
   for (unsigned i = 0; i < WORDS; i++) {
     worker_data[0][i] = i;
     worker_data[1][i] = i * 3u;
