@@ -38,6 +38,7 @@ def main():
     ap.add_argument("--expect-mode")
     ap.add_argument("--args", nargs="*", default=[])
     ap.add_argument("--expect-note", help="text that one of the report's notes must contain")
+    ap.add_argument("--no-note", help="text that none of the report's notes may contain")
     ap.add_argument("--expect-pattern", help="with --expect: the top finding's access pattern")
     ap.add_argument("--expect-suggestion", help="with --expect: text its suggestion must contain")
     ap.add_argument("--complete", action="store_true",
@@ -71,6 +72,10 @@ def main():
                 notes = report.get("notes", []) + report.get("collector_notes", [])
                 if not any(a.expect_note in str(n) for n in notes):
                     return fail(f"no note mentions {a.expect_note!r}: {notes}")
+            if a.no_note:
+                notes = report.get("notes", []) + report.get("collector_notes", [])
+                if any(a.no_note in str(n) for n in notes):
+                    return fail(f"a note mentions {a.no_note!r}: {notes}")
             exit_info = report.get("exit", {})
             if a.signal and exit_info.get("signal") != a.signal:
                 return fail(f"expected the program to end by signal {a.signal}, report says {exit_info}")

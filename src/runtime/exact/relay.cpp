@@ -516,11 +516,17 @@ bool open_lane(Lane* lane, void* owner, int tid) noexcept {
   void* mem = mmap(nullptr, sizeof(AccessRing), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return false;
-  const uint32_t i = s.enrolled.fetch_add(1, std::memory_order_acq_rel);
-  if (i >= kMaxLanes) {
-    munmap(mem, sizeof(AccessRing));
-    return false;
-  }
+  // A refused thread takes no index: the relay waits for every index below `enrolled` to be
+  // stored, and reads lanes[] up to it.
+  const uint32_t limit = s.knobs.max_lanes < kMaxLanes ? s.knobs.max_lanes : kMaxLanes;
+  uint32_t i = s.enrolled.load(std::memory_order_acquire);
+  do {
+    if (i >= limit) {
+      munmap(mem, sizeof(AccessRing));
+      return false;
+    }
+  } while (!s.enrolled.compare_exchange_weak(i, i + 1, std::memory_order_acq_rel,
+                                             std::memory_order_acquire));
   lane->ring = new (mem) AccessRing;
   lane->id = i;
   lane->owner = owner;

@@ -102,6 +102,9 @@ struct Knobs {
   // miss-ratio worker, other processes of its session) can starve, and an unprivileged thread
   // cannot lower its nice again, so it is opt-in.
   int nice = 0;
+  // Lanes a run may open (WHYMISS_MAX_LANES, for tests of what happens when none is left;
+  // capped at the relay's own 65,536).
+  uint32_t max_lanes = ~uint32_t(0);
 };
 
 // Starts the relay thread (named "whymiss-relay"). False (and nothing started) when it cannot.

@@ -190,7 +190,10 @@ struct Global {
   std::atomic<uint64_t> dropped_accesses{0};
   bool membarrier_ok = false;
   bool one_per_core = true;
-  std::atomic<uint64_t> unrecorded_threads{0};
+  // Threads not recorded, and why (the notes; a thread without a core is counted below): started
+  // without pthread_create while the simulator ran without locks, or no memory, lane or index
+  // left for them. Their accesses are dropped.
+  std::atomic<uint64_t> threads_raw_clone{0}, threads_no_room{0};
   // One simulated core per thread (the default): threads that found none (past the last core,
   // and in parallel mode no core left by an exited thread). Their accesses are dropped.
   std::atomic<uint64_t> threads_past_cores{0};
@@ -231,6 +234,7 @@ struct Global {
   std::atomic<uint32_t> strict_thread{0};  // the thread that asked for it
   std::atomic<int> strict_why{0};  // a StrictWhy: which rule asked (for the note)
   std::atomic<uint32_t> moved{0};  // threads moved (or started) onto the relay after that
+  std::atomic<uint32_t> kept_parallel{0};  // threads that found no lane then, and stayed parallel
   // WHYMISS_STRICT_AFTER=N (for tests: docs/parallel-sim.md): a thread asks for strict order once
   // it has made N accesses, sharing misses or not. 0 = only on sharing misses.
   uint64_t strict_after = 0;
@@ -471,6 +475,13 @@ void init() {
     for (; *c >= '0' && *c <= '9'; ++c) v = v < 19 ? v * 10 + (*c - '0') : 19;
     if (*c == '\0') g.relay_knobs.nice = v < 19 ? v : 19;
   }
+  // WHYMISS_MAX_LANES (tests): decimal digits, the relay lanes a run may open (relay::Knobs).
+  if (const char* n = std::getenv("WHYMISS_MAX_LANES"); n && *n) {
+    uint64_t v = 0;
+    const char* c = n;
+    for (; *c >= '0' && *c <= '9'; ++c) v = v < (1u << 20) ? v * 10 + uint64_t(*c - '0') : v;
+    if (*c == '\0') g.relay_knobs.max_lanes = uint32_t(v < (1u << 20) ? v : (1u << 20));
+  }
   g.relay_mode = threaded && start_relay();
   if (g.relay_mode) g.sim->set_concurrent(false);  // the relay is the simulator's only caller
   if (threaded && g.parallel_hits) park_relay();
@@ -645,10 +656,14 @@ ThreadState* attach_thread() {
     if (no_core) g.threads_past_cores.fetch_add(1, std::memory_order_relaxed);
   }
   void* mem = nullptr;
-  if (unsafe || index >= kMaxThreads || no_core || !core_for(core) ||
-      !(mem = private_alloc(sizeof(ThreadState) + alignof(ThreadState)))) {
+  bool told = no_core;  // (a thread without a core is told by threads_past_cores)
+  bool ok = !unsafe && index < kMaxThreads && !no_core;
+  if (ok && !core_for(core)) ok = false, told = true;  // (and that one by threads_without_core)
+  if (ok && !(mem = private_alloc(sizeof(ThreadState) + alignof(ThreadState)))) ok = false;
+  if (!ok) {
     if (claimed) release_core(core);
-    g.unrecorded_threads.fetch_add(1, std::memory_order_relaxed);
+    if (unsafe) g.threads_raw_clone.fetch_add(1, std::memory_order_relaxed);
+    else if (!told) g.threads_no_room.fetch_add(1, std::memory_order_relaxed);
     t_unrecorded = true;
     return nullptr;
   }
@@ -667,19 +682,26 @@ ThreadState* attach_thread() {
   t->core = core;
   t->errno_loc = &errno;
   // (Parallel mode once strict order runs: onto a lane from the start.)
-  if (g.relay_mode || g.strict.load(std::memory_order_acquire) == kStrictRunning) {
-    t->relayed = true;
-    if (!relay::open_lane(&t->lane, t, int(t->tid))) {
-      if (claimed) release_core(core);
-      g.unrecorded_threads.fetch_add(1, std::memory_order_relaxed);
-      t_unrecorded = true;
-      return nullptr;  // (its ThreadState is not reused: rare, and small)
-    }
+  const bool to_relay = g.relay_mode || g.strict.load(std::memory_order_acquire) == kStrictRunning;
+  if (to_relay) t->relayed = true;  // (before the relay can see the lane)
+  if (to_relay && !relay::open_lane(&t->lane, t, int(t->tid))) t->relayed = false;
+  if (t->relayed) {
     enable_held_hits(t);
     if (!g.relay_mode) g.moved.fetch_add(1, std::memory_order_relaxed);
     t->self = pthread_self();
     // Its creator's accesses before pthread_create come first (they may still be queued).
     depend_on(t, g.parent_mark[index].load(std::memory_order_relaxed));
+  } else if (to_relay && !g.parallel_hits) {
+    if (claimed) release_core(core);
+    g.threads_no_room.fetch_add(1, std::memory_order_relaxed);
+    t_unrecorded = true;
+    return nullptr;  // (its ThreadState is not reused: rare, and small)
+  } else if (to_relay) {
+    // Parallel mode with no lane left: the thread simulates its own accesses on its core, as a
+    // thread that found no lane when it moved (strict_asked).
+    t->keep_parallel = true;
+    g.kept_parallel.fetch_add(1, std::memory_order_relaxed);
+    enable_parallel_hits(t);
   } else if (!g.concurrent.load(std::memory_order_acquire)) {
     t->memo = g.sim->hit_memo(t->core);
     t_hit = HitPath{t->memo, &t->ips, &t->accesses};  // (t becomes t_state below)
@@ -1311,7 +1333,7 @@ bool start_relay() {
     t_hit = HitPath{};
     self->memo = nullptr;
     self->relayed = true;
-    if (!relay::open_lane(&self->lane, self, int(self->tid))) g.unrecorded_threads.fetch_add(1);
+    if (!relay::open_lane(&self->lane, self, int(self->tid))) g.threads_no_room.fetch_add(1);
     else enable_held_hits(self);
   }
   g_held_hits.store(g.one_per_core, std::memory_order_release);
@@ -1524,6 +1546,7 @@ __attribute__((noinline)) bool strict_asked(ThreadState* t) {
       std::fill(std::begin(t->pace_skip_ns), std::end(t->pace_skip_ns), uint64_t(0));
     } else {
       t->keep_parallel = true;
+      g.kept_parallel.fetch_add(1, std::memory_order_relaxed);
       enable_parallel_hits(t);
     }
   }
@@ -1739,19 +1762,27 @@ void finish(int term_signal) {
   }
   meta.threads_seen = nthreads;
   meta.folded = !g.one_per_core && nthreads > g.cores;
-  profile::NoteRecord notes[3];
+  profile::NoteRecord notes[5];
   size_t nnotes = 0;
   if (nthreads > 1 && g.concurrent.load(std::memory_order_relaxed) && !g.relay_mode && strings.data) {
     // Why the sharing counts may differ from run to run: no relay put the threads' accesses in
     // turn (WHYMISS_INTERLEAVE=locks, asked for: information; or the relay could not start).
-    if (g.parallel && strict == kStrictRunning && g.moved.load(std::memory_order_relaxed) != 0) {  // (threads that got no lane stayed parallel)
-      char text[512];
-      std::snprintf(text, sizeof text,
+    const uint32_t moved = g.moved.load(std::memory_order_relaxed);
+    const uint32_t kept = g.kept_parallel.load(std::memory_order_relaxed);
+    if (g.parallel && strict == kStrictRunning && (moved != 0 || kept != 0)) {
+      char text[768];
+      int n = std::snprintf(text, sizeof text,
                     "threads simulated their own accesses in parallel (--interleave parallel) until thread %u's %s, after about %llu accesses; from then on the relay put them in turn, access by access, as in strict mode (the sharing counted before that depends on how the threads ran)",
                     g.strict_thread.load(std::memory_order_relaxed),
                     strict_why_text(StrictWhy(g.strict_why.load(std::memory_order_relaxed))),
                     (unsigned long long)g.strict_at.load(std::memory_order_relaxed));
-      notes[nnotes++] = {strings.add(text), 0};
+      // (A thread that found no lane went on simulating its own accesses: its sharing with the
+      // others stays in host order, which the reader must be told.)
+      if (kept != 0 && n > 0 && size_t(n) < sizeof text)
+        std::snprintf(text + n, sizeof text - size_t(n),
+                      "; but %u of %u threads found no relay lane (out of memory or lanes) and went on in parallel, in host order",
+                      kept, moved + kept);
+      notes[nnotes++] = {strings.add(text), kept != 0 ? 1u : 0u};
     } else if (g.parallel)
       notes[nnotes++] = {strings.add("threads simulated their own accesses in parallel (--interleave parallel): they interleave in host order, not access by access, so sharing counts depend on how the threads ran (--interleave strict puts them in turn, access by access)"), 0};
     else if (g.no_relay)
@@ -1764,6 +1795,20 @@ void finish(int term_signal) {
     std::snprintf(text, sizeof text, "%llu thread%s not recorded (%s accesses are dropped): %s",
                   (unsigned long long)n, n == 1 ? " was" : "s were", n == 1 ? "its" : "their",
                   g.core_refusal);
+    notes[nnotes++] = {strings.add(text), 1};
+  }
+  if (uint64_t n = g.threads_raw_clone.load(); n && strings.data) {
+    char text[384];
+    std::snprintf(text, sizeof text,
+                  "%llu thread%s started without pthread_create (a raw clone) while the program had one thread %s not recorded (%s accesses are dropped): the simulator ran without locks then",
+                  (unsigned long long)n, n == 1 ? "" : "s", n == 1 ? "was" : "were", n == 1 ? "its" : "their");
+    notes[nnotes++] = {strings.add(text), 1};
+  }
+  if (uint64_t n = g.threads_no_room.load(); n && strings.data) {
+    char text[384];
+    std::snprintf(text, sizeof text,
+                  "%llu thread%s not recorded (%s accesses are dropped): no memory, no relay lane or no thread slot was left for %s (a run records at most %u threads)",
+                  (unsigned long long)n, n == 1 ? " was" : "s were", n == 1 ? "its" : "their", n == 1 ? "it" : "them", kMaxThreads);
     notes[nnotes++] = {strings.add(text), 1};
   }
   if (uint64_t n = g.threads_past_cores.load(); n && strings.data) {  // (see attach_thread)
