@@ -1351,6 +1351,19 @@ void Hierarchy::set_concurrent(bool on) {
   impl_->knobs.concurrent = on;
 }
 
+bool Hierarchy::forget_history(uint32_t core) {
+  Impl& m = *impl_;
+  if (m.concurrent && !m.lockfree) return false;
+  if (core >= m.knobs.cores) core %= m.knobs.cores;
+  CoreState* c = m.cores[core].load(std::memory_order_acquire);
+  if (!c) return true;  // never created: no history
+  if (m.parallel) m.drain(*c, core);
+  c->seen.clear();
+  for (auto& t : c->departures) t.reset();
+  for (auto& sh : c->shadow) *sh = FaLru(sh->capacity());
+  return true;
+}
+
 HitMemo* Hierarchy::hit_memo(uint32_t core) {
   return &impl_->core(core % impl_->knobs.cores).memo;
 }

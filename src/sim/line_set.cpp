@@ -1,5 +1,7 @@
 #include "sim/line_set.h"
 
+#include <cstring>
+
 namespace whymiss::sim {
 
 LineSet::LineSet() : table_(16, Slot{kEmpty, nullptr}), shift_(64 - 4) {}
@@ -44,6 +46,12 @@ uint64_t* LineSet::leaf_slow(uint64_t key, bool create) {
   memo_key_ = key;
   memo_leaf_ = leaf;
   return leaf;
+}
+
+void LineSet::clear() {
+  for (const Slot& s : table_)
+    if (s.leaf) std::memset(s.leaf, 0, kLeafLines / 8);
+  count_ = 0;
 }
 
 bool LineSet::contains(uint64_t line) const {

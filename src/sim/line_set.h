@@ -42,6 +42,8 @@ class LineSet {
     if (leaf) __builtin_prefetch(&leaf[(line & (kLeafLines - 1)) / 64]);
   }
   uint64_t size() const { return count_; }
+  // Empties the set, keeping its memory.
+  void clear();
 
  private:
   static constexpr unsigned kLeafBits = 14;

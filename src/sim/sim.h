@@ -276,6 +276,17 @@ class Hierarchy {
   // caller that must not fail (exact mode, inside someone else's program) adds every core first.
   // Same threading contract as access().
   Status add_core(uint32_t core);
+  // A new thread takes over core `core` from one that ended (exact mode's parallel mode gives a
+  // later thread the core of one that ended): the core forgets which lines it accessed and why it
+  // lost lines (its first-touch set, its departures and its private levels' shadows), so that the
+  // new thread's first miss on a line is compulsory, as on a core of its own, not a coherence
+  // miss inherited from the thread before; its caches stay as that thread left them. Lines it
+  // finds there are hits, and if one leaves and misses again, compulsory once more (counted,
+  // never blamed). Messages in its inbox are applied first. False, and nothing done, when the
+  // simulator takes locks without being lock-free (threads folded onto cores): then the caller
+  // could not be the core's only user. Otherwise the caller must be the core's only feeder, after
+  // the previous feeder's last access (or serialise every access, concurrent off).
+  bool forget_history(uint32_t core);
   // Bytes the created cores and the shared level take (level_bytes' estimate).
   uint64_t bytes_in_use() const;
 

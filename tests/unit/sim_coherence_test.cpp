@@ -144,6 +144,48 @@ TEST(SimCoherence, ConcurrentThreadsKeepCountsConsistent) {
   EXPECT_GT(misses(c, 0, Outcome::FalseSharing) + misses(c, 0, Outcome::TrueSharing), 0u);
 }
 
+// A core a new thread takes over (exact mode's parallel mode reuses the cores of ended threads):
+// forget_history makes the new thread's first miss on a line compulsory, as on a fresh core, even
+// for a line the thread before lost to another core's write (a posted invalidation included);
+// lines still in its caches stay hits; later misses are classified again as usual.
+TEST(SimCoherence, AForgottenCoresFirstMissOnALineIsCompulsory) {
+  for (bool forget : {false, true}) {
+    Knobs k = cores(2);
+    k.parallel = true;
+    k.concurrent = false;
+    auto h = make(small(), k);
+    const uint64_t x = 0x6000, y = 0x9000;
+    h->access(0, x, 8, false);  // the thread before: reads x and y on core 0
+    h->access(0, y, 8, false);
+    h->access(1, x, 8, true);   // core 1 writes x: an invalidation waits in core 0's inbox
+    if (forget) EXPECT_TRUE(h->forget_history(0));  // a new thread on core 0
+    auto r = h->access(0, x, 8, false);
+    EXPECT_EQ(r.lines[0].level[0], forget ? Outcome::Compulsory : Outcome::TrueSharing);
+    const uint64_t l1_misses = h->counters().level[0].misses();
+    h->access(0, y, 8, false);  // still in core 0's L1: a hit either way
+    EXPECT_EQ(h->counters().level[0].misses(), l1_misses);
+    // From then on the new thread's own history counts: core 1 writes x again, and core 0's next
+    // read is a sharing miss.
+    h->access(1, x, 8, true);
+    auto again = h->access(0, x, 8, false);
+    EXPECT_EQ(again.lines[0].level[0], Outcome::TrueSharing);
+    h->drain_all();
+    EXPECT_EQ(h->messages_dropped(), 0u);
+  }
+}
+
+// Threads folded onto cores under locks: the caller cannot be the core's only user, so nothing
+// is forgotten.
+TEST(SimCoherence, ForgetHistoryRefusesWhenCoresAreShared) {
+  Knobs k = cores(2);
+  k.parallel = true;  // concurrent, one_thread_per_core off: not lock-free
+  auto h = make(small(), k);
+  h->access(0, 0x6000, 8, false);
+  h->access(1, 0x6000, 8, true);
+  EXPECT_FALSE(h->forget_history(0));
+  EXPECT_EQ(h->access(0, 0x6000, 8, false).lines[0].level[0], Outcome::TrueSharing);
+}
+
 }  // namespace
 }  // namespace whymiss::sim
 

@@ -235,6 +235,7 @@ struct Global {
   std::atomic<int> strict_why{0};  // a StrictWhy: which rule asked (for the note)
   std::atomic<uint32_t> moved{0};  // threads moved (or started) onto the relay after that
   std::atomic<uint32_t> kept_parallel{0};  // threads that found no lane then, and stayed parallel
+  std::atomic<uint64_t> cores_used{0};  // parallel mode: cores some thread claimed (bit c: core c)
   // WHYMISS_STRICT_AFTER=N (for tests: docs/parallel-sim.md): a thread asks for strict order once
   // it has made N accesses, sharing misses or not. 0 = only on sharing misses.
   uint64_t strict_after = 0;
@@ -610,7 +611,7 @@ bool core_for(uint32_t core) {
 // caches, as a core a finished thread ran on; the thread released it after its last access
 // (thread_exit), and any message another core posted meanwhile waits in the core's inbox for the
 // new owner's first access. False when all 64 are owned.
-bool claim_core(uint32_t index, uint32_t* core) {
+bool claim_core(uint32_t index, uint32_t* core, bool* reused) {
   const uint64_t mine = uint64_t(1) << (index % 64);
   uint64_t m = g.free_cores.load(std::memory_order_acquire);
   while (m != 0) {
@@ -618,6 +619,7 @@ bool claim_core(uint32_t index, uint32_t* core) {
     if (g.free_cores.compare_exchange_weak(m, m & ~bit, std::memory_order_acq_rel,
                                            std::memory_order_acquire)) {
       *core = uint32_t(__builtin_ctzll(bit));
+      *reused = (g.cores_used.fetch_or(bit, std::memory_order_relaxed) & bit) != 0;
       return true;
     }
   }
@@ -649,9 +651,9 @@ ThreadState* attach_thread() {
   uint32_t index = t_preassigned ? t_preassigned - 1 : g.next_index.fetch_add(1);
   uint32_t core = index % g.cores;
   // One core per thread: past the last core (the relay's order), or none left (parallel mode).
-  bool claimed = false, no_core = false;
+  bool claimed = false, no_core = false, reused = false;
   if (!unsafe && index < kMaxThreads) {
-    if (g.parallel_hits) no_core = !(claimed = claim_core(index, &core));
+    if (g.parallel_hits) no_core = !(claimed = claim_core(index, &core, &reused));
     else no_core = g.one_per_core && index >= g.cores;
     if (no_core) g.threads_past_cores.fetch_add(1, std::memory_order_relaxed);
   }
@@ -681,6 +683,13 @@ ThreadState* attach_thread() {
   t->tid = uint32_t(syscall(SYS_gettid));
   t->core = core;
   t->errno_loc = &errno;
+  // A core an ended thread used: its first-touch set and its record of lost lines are that
+  // thread's. Kept, the new thread's first miss on a line the other one had lost to a third
+  // thread's write counted as sharing (stress_threads, 256 threads reusing stacks and buffers on
+  // 64 cores: true sharing verdicts where strict mode, a fresh core per thread, has compulsory
+  // misses). Nobody feeds the core now: its last owner is done with it (released after its last
+  // access, by itself or by the relay), and its next feeder is this thread or this thread's lane.
+  if (reused) g.sim->forget_history(core);
   // (Parallel mode once strict order runs: onto a lane from the start.)
   const bool to_relay = g.relay_mode || g.strict.load(std::memory_order_acquire) == kStrictRunning;
   if (to_relay) t->relayed = true;  // (before the relay can see the lane)
