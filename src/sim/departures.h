@@ -7,6 +7,7 @@
 // thread-safe: each core has one per stripe (the shards of hierarchy.cpp), made on first use and
 // used under that stripe's lock, also by other cores' snoops and back-invalidations.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -42,6 +43,12 @@ class DepartureTable {
   }
   // Inserts or overwrites.
   void set(uint64_t line, uint32_t core, const Departure& d);
+  // Empties the table, keeping its memory (no allocation).
+  void clear() {
+    std::fill(slots_.begin(), slots_.end(), Slot{});
+    std::fill(present_.begin(), present_.end(), 0u);
+    used_ = 0;
+  }
   void erase(uint64_t line, uint32_t core);
 
  private:

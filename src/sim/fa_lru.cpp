@@ -88,6 +88,14 @@ void FaLru::table_insert(Slot cur) {
 
 bool FaLru::contains(uint64_t line) const { return find(line) != kNil; }
 
+void FaLru::clear() {
+  std::fill(table_.begin(), table_.end(), Slot{0, kNil});
+  size_ = 0;
+  head_ = tail_ = kNil;
+  clock_ = 0;
+  mru_ = ~uint64_t(0);
+}
+
 void FaLru::build_order() {
   std::vector<uint32_t> byage(size_);
   for (uint32_t i = 0; i < size_; ++i) byage[i] = i;

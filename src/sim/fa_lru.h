@@ -47,6 +47,8 @@ class FaLru {
   void prefetch(uint64_t line) const { __builtin_prefetch(&table_[home(fp_of(line))]); }
   uint64_t size() const { return size_; }
   uint64_t capacity() const { return cap_; }
+  // Empties the cache, keeping its memory (no allocation).
+  void clear();
 
  private:
   static constexpr uint32_t kNil = 0xFFFFFFFFu;

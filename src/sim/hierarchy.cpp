@@ -1358,9 +1358,10 @@ bool Hierarchy::forget_history(uint32_t core) {
   CoreState* c = m.cores[core].load(std::memory_order_acquire);
   if (!c) return true;  // never created: no history
   if (m.parallel) m.drain(*c, core);
-  c->seen.clear();
-  for (auto& t : c->departures) t.reset();
-  for (auto& sh : c->shadow) *sh = FaLru(sh->capacity());
+  c->seen.clear();  // (all three keep their memory: nothing is allocated)
+  for (auto& t : c->departures)
+    if (t) t->clear();
+  for (auto& sh : c->shadow) sh->clear();
   return true;
 }
 

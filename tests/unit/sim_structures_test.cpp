@@ -109,6 +109,38 @@ TEST(FaLru, MatchesReferenceWhenAFewLinesAlternate) {
   }
 }
 
+// clear() empties a shadow that is full (its recency a list) or still filling (stamps), and it
+// then behaves as a new one, through filling up again.
+TEST(FaLru, ClearedMatchesReferenceAgain) {
+  for (uint64_t cap : {2u, 64u, 5000u}) {
+    for (int before : {int(cap / 2), int(cap * 3)}) {
+      FaLru f(cap);
+      std::mt19937_64 rng(cap + uint64_t(before));
+      for (int i = 0; i < before; ++i) f.access(rng() % (cap * 4));
+      f.clear();
+      EXPECT_EQ(f.size(), 0u);
+      std::deque<uint64_t> ref;
+      for (int i = 0; i < 20000; ++i) {
+        const uint64_t key = rng() % (cap * 3 + 2);
+        ASSERT_EQ(f.access(key), reference_access(ref, key, cap)) << "cap " << cap << " step " << i;
+      }
+      EXPECT_EQ(f.size(), ref.size());
+    }
+  }
+}
+
+TEST(LineSet, ClearForgetsEveryLine) {
+  LineSet s;
+  for (uint64_t k : {uint64_t(5), uint64_t(5 + 20000), uint64_t(1) << 50}) s.insert(k);
+  s.clear();
+  EXPECT_EQ(s.size(), 0u);
+  EXPECT_FALSE(s.contains(5));
+  EXPECT_FALSE(s.contains(uint64_t(1) << 50));
+  EXPECT_TRUE(s.insert(5 + 20000));
+  EXPECT_FALSE(s.insert(5 + 20000));
+  EXPECT_EQ(s.size(), 1u);
+}
+
 TEST(LineSet, InsertReportsNewness) {
   LineSet s;
   EXPECT_TRUE(s.insert(5));

@@ -137,6 +137,9 @@ struct ThreadState {
   uint64_t pace_skip_ns[kPaced] = {};
   std::atomic<bool> exited{false};
   bool keep_parallel = false;  // strict order was asked for, but this thread got no lane
+  // Its core was an ended thread's: the core's history is forgotten at its first simulated access
+  // (simulate), by whoever feeds the core.
+  bool forget_core = false;
   // Threads simulating at once (locks, parallel): what they count for the working set and the
   // spatial view on their own, summed by finish() (flow::add_misses, spatial::add), instead of a
   // locked add per miss on a line every thread writes.
@@ -683,13 +686,7 @@ ThreadState* attach_thread() {
   t->tid = uint32_t(syscall(SYS_gettid));
   t->core = core;
   t->errno_loc = &errno;
-  // A core an ended thread used: its first-touch set and its record of lost lines are that
-  // thread's. Kept, the new thread's first miss on a line the other one had lost to a third
-  // thread's write counted as sharing (stress_threads, 256 threads reusing stacks and buffers on
-  // 64 cores: true sharing verdicts where strict mode, a fresh core per thread, has compulsory
-  // misses). Nobody feeds the core now: its last owner is done with it (released after its last
-  // access, by itself or by the relay), and its next feeder is this thread or this thread's lane.
-  if (reused) g.sim->forget_history(core);
+  t->forget_core = reused;  // (see simulate)
   // (Parallel mode once strict order runs: onto a lane from the start.)
   const bool to_relay = g.relay_mode || g.strict.load(std::memory_order_acquire) == kStrictRunning;
   if (to_relay) t->relayed = true;  // (before the relay can see the lane)
@@ -1123,6 +1120,19 @@ inline void inside(ThreadState* t, F&& f) {
 __attribute__((always_inline)) inline bool simulate(ThreadState* t, InstructionRecord* s,
                                                     uint64_t ip, uint64_t addr, uint32_t size,
                                                     bool write) {
+  // A core an ended thread used (parallel mode): its first-touch set and its record of lost lines
+  // are that thread's. Kept, the new thread's first miss on a line the other one had lost to a
+  // third thread's write counted as sharing (stress_threads, 256 threads reusing stacks and
+  // buffers on 64 cores: true sharing verdicts where strict mode, a fresh core per thread, has
+  // compulsory misses). Forgotten here, by the core's feeder (this thread, the relay, or a solo
+  // owner) at its first simulated access, with what makes the access safe against finish()
+  // (busy up, or the relay's own protocol), not at attach: finish() may drain every inbox
+  // meanwhile. (access_rest's one-thread path never sees a reused core: cores are reused only
+  // once threads ran, and the simulator stays concurrent from then on.)
+  if (__builtin_expect(t->forget_core, 0)) {
+    g.sim->forget_history(t->core);
+    t->forget_core = false;
+  }
   const bool l1_hit = g.sim->access(t->core, addr, size, write, t->result);
   // (Threads simulating at once, locks or parallel: each into its own block. Before, while one
   // thread simulates, in order with the hit path's appends.)
@@ -1771,7 +1781,8 @@ void finish(int term_signal) {
   }
   meta.threads_seen = nthreads;
   meta.folded = !g.one_per_core && nthreads > g.cores;
-  profile::NoteRecord notes[5];
+  // At most one of the first group below, and one per counter after it: 5 (room for more).
+  profile::NoteRecord notes[8];
   size_t nnotes = 0;
   if (nthreads > 1 && g.concurrent.load(std::memory_order_relaxed) && !g.relay_mode && strings.data) {
     // Why the sharing counts may differ from run to run: no relay put the threads' accesses in
@@ -1809,8 +1820,8 @@ void finish(int term_signal) {
   if (uint64_t n = g.threads_raw_clone.load(); n && strings.data) {
     char text[384];
     std::snprintf(text, sizeof text,
-                  "%llu thread%s started without pthread_create (a raw clone) while the program had one thread %s not recorded (%s accesses are dropped): the simulator ran without locks then",
-                  (unsigned long long)n, n == 1 ? "" : "s", n == 1 ? "was" : "were", n == 1 ? "its" : "their");
+                  "%llu thread%s not recorded (%s accesses are dropped): started without pthread_create (a raw clone) while the program had one thread, when the simulator ran without locks",
+                  (unsigned long long)n, n == 1 ? " was" : "s were", n == 1 ? "its" : "their");
     notes[nnotes++] = {strings.add(text), 1};
   }
   if (uint64_t n = g.threads_no_room.load(); n && strings.data) {
