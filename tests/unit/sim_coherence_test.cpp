@@ -25,6 +25,14 @@ Knobs cores(uint32_t n) {
   return k;
 }
 
+// Knobs::parallel fed one access at a time by the test (no locks).
+Knobs parallel_serial(uint32_t n) {
+  Knobs k = cores(n);
+  k.parallel = true;
+  k.concurrent = false;
+  return k;
+}
+
 TEST(SimCoherence, WritesToDifferentBytesOfOneLineAreFalseSharing) {
   auto h = make(small(), cores(2));
   const int n = 50;
@@ -150,10 +158,7 @@ TEST(SimCoherence, ConcurrentThreadsKeepCountsConsistent) {
 // lines still in its caches stay hits; later misses are classified again as usual.
 TEST(SimCoherence, AForgottenCoresFirstMissOnALineIsCompulsory) {
   for (bool forget : {false, true}) {
-    Knobs k = cores(2);
-    k.parallel = true;
-    k.concurrent = false;
-    auto h = make(small(), k);
+    auto h = make(small(), parallel_serial(2));
     const uint64_t x = 0x6000, y = 0x9000;
     h->access(0, x, 8, false);  // the thread before: reads x and y on core 0
     h->access(0, y, 8, false);
@@ -368,10 +373,7 @@ TEST(SimCoherence, ParallelReadersTakingALineInTurnSendOneDowngrade) {
 
 TEST(SimCoherence, ParallelInvalidationsWaitInTheInboxUntilTheCoresNextAccess) {
   for (bool overlap : {false, true}) {
-    Knobs k = cores(3);
-    k.parallel = true;
-    k.concurrent = false;
-    auto h = make(small(), k);
+    auto h = make(small(), parallel_serial(3));
     const uint64_t x = 0x6000, line = x / 64;
     h->access(1, x + 16, 8, false);                 // core 1 reads bytes 16-23: E
     HitMemo* m1 = h->hit_memo(1);
