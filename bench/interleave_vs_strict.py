@@ -10,7 +10,8 @@ contention"), and the median wall times; then how many parallel runs, one by one
 most common top finding, and where strict itself varied.
 
 Programs: the exact-gcc builds of the three contended workloads (tests/workloads; false sharing
-twice, true sharing, at their integration-test scales) and every threaded program of the
+twice, true sharing, at their integration-test scales), the suite's other threaded programs
+(their fixed twins, the threaded stress programs, dataviews' handover, latent_fs), and every threaded program of the
 differential corpus that is built (tests/corpus: families perthread, shared, control), at its
 `exact_scale`, with the manifest's geometry. Nothing runs at once: sharing needs the threads of one
 program to overlap. `--busy N` starts N busy loops (processes spinning, no memory) for the whole
@@ -65,6 +66,17 @@ def programs(build, only, scales=None):
     workloads = (("false_sharing_app", 3), ("false_sharing_alloc", 3), ("true_sharing", 10))
     for i, (name, scale) in enumerate(workloads):
         progs.append((name, [os.path.join(wl, name), str(scales[i] if scales else scale)], None))
+    # The suite's other threaded programs, at their test lengths: the contended workloads' fixed
+    # twins, the threaded stress programs (thread churn past parallel mode's 64 cores included),
+    # and the integration tests' own (dataviews' hand-over, the what-if view's latent false
+    # sharing). Their verdicts must agree too; their counts are not the issue's target.
+    others = [(f"{n}_fixed", [os.path.join(wl, f"{n}_fixed")]) for n, _ in workloads]
+    others += [(n, [os.path.join(wl, n)]) for n in ("stress_threads", "stress_many_threads",
+                                                      "stress_exit_thread", "stress_fork_thread")]
+    others.append(("stress_sigmask", [os.path.join(wl, "stress_sigmask"), "1", "1500"]))
+    others.append(("handover", [os.path.join(build, "workloads", "dataviews", "handover")]))
+    others.append(("latent_fs", [os.path.join(build, "workloads", "patterns", "latent_fs")]))
+    progs += [(n, argv, None) for n, argv in others if os.path.exists(argv[0])]
     manifest = os.path.join(build, "corpus", "src", "manifest.json")
     if os.path.exists(manifest):
         with open(manifest) as f:
