@@ -74,9 +74,13 @@ def programs(build, only, scales=None):
     others += [(n, [os.path.join(wl, n)]) for n in ("stress_threads", "stress_many_threads",
                                                       "stress_exit_thread", "stress_fork_thread")]
     others.append(("stress_sigmask", [os.path.join(wl, "stress_sigmask"), "1", "1500"]))
-    others.append(("handover", [os.path.join(build, "workloads", "dataviews", "handover")]))
-    others.append(("latent_fs", [os.path.join(build, "workloads", "patterns", "latent_fs")]))
-    progs += [(n, argv, None) for n, argv in others if os.path.exists(argv[0])]
+    others = [(n, argv, None) for n, argv in others]
+    # (With their tests' geometries: dataviews_check.py's and whatif_check.py's.)
+    others.append(("handover", [os.path.join(build, "workloads", "dataviews", "handover")],
+                   "L1=32K:8:64,L2=256K:8:64,L3=2M:16:64"))
+    others.append(("latent_fs", [os.path.join(build, "workloads", "patterns", "latent_fs")],
+                   "L1=48K:12:64,L2=1M:16:64,L3=32M:16:64"))
+    progs += [p for p in others if os.path.exists(p[1][0])]
     manifest = os.path.join(build, "corpus", "src", "manifest.json")
     if os.path.exists(manifest):
         with open(manifest) as f:
