@@ -393,6 +393,17 @@ void finish(int term_signal);
 bool start_relay();
 void park_relay();
 
+// Environment variable `name` as decimal digits, above `cap` as `cap`, into *out; anything else (a
+// sign, blanks, letters, nothing) leaves *out as it is.
+template <typename T>
+void env_digits(const char* name, uint32_t cap, T* out) {
+  const char* c = std::getenv(name);
+  if (c == nullptr || *c == '\0') return;
+  uint32_t v = 0;
+  for (; *c >= '0' && *c <= '9'; ++c) v = v < cap ? std::min<uint32_t>(v * 10 + uint32_t(*c - '0'), cap) : cap;
+  if (*c == '\0') *out = T(v);
+}
+
 void init() {
   int expected = kOff;
   if (!g.state.compare_exchange_strong(expected, kInitialising)) return;
@@ -471,21 +482,10 @@ void init() {
     return;
   }
   g.sim = h.value().release();
-  // WHYMISS_RELAY_NICE: decimal digits, added to the relay thread's nice (relay::Knobs), above
-  // 19 as 19 (nice's own limit); anything else (a sign, blanks, letters) leaves it at 0.
-  if (const char* n = std::getenv("WHYMISS_RELAY_NICE"); n && *n) {
-    int v = 0;
-    const char* c = n;
-    for (; *c >= '0' && *c <= '9'; ++c) v = v < 19 ? v * 10 + (*c - '0') : 19;
-    if (*c == '\0') g.relay_knobs.nice = v < 19 ? v : 19;
-  }
-  // WHYMISS_MAX_LANES (tests): decimal digits, the relay lanes a run may open (relay::Knobs).
-  if (const char* n = std::getenv("WHYMISS_MAX_LANES"); n && *n) {
-    uint64_t v = 0;
-    const char* c = n;
-    for (; *c >= '0' && *c <= '9'; ++c) v = v < (1u << 20) ? v * 10 + uint64_t(*c - '0') : v;
-    if (*c == '\0') g.relay_knobs.max_lanes = uint32_t(v < (1u << 20) ? v : (1u << 20));
-  }
+  // The relay's knobs (relay::Knobs): WHYMISS_RELAY_NICE, added to the relay thread's nice, above
+  // 19 as 19 (nice's own limit); WHYMISS_MAX_LANES (tests), the lanes a run may open.
+  env_digits("WHYMISS_RELAY_NICE", 19, &g.relay_knobs.nice);
+  env_digits("WHYMISS_MAX_LANES", 1u << 20, &g.relay_knobs.max_lanes);
   g.relay_mode = threaded && start_relay();
   if (g.relay_mode) g.sim->set_concurrent(false);  // the relay is the simulator's only caller
   if (threaded && g.parallel_hits) park_relay();
@@ -689,7 +689,7 @@ ThreadState* attach_thread() {
   t->forget_core = reused;  // (see simulate)
   // (Parallel mode once strict order runs: onto a lane from the start.)
   const bool to_relay = g.relay_mode || g.strict.load(std::memory_order_acquire) == kStrictRunning;
-  if (to_relay) t->relayed = true;  // (before the relay can see the lane)
+  t->relayed = to_relay;  // (before the relay can see the lane)
   if (to_relay && !relay::open_lane(&t->lane, t, int(t->tid))) t->relayed = false;
   if (t->relayed) {
     enable_held_hits(t);
@@ -1404,6 +1404,20 @@ inline void give_way(uint32_t round) {
   }
 }
 
+// The live thread other than t that owns core i, or nullptr. A new owner since t's last look
+// starts over: nothing to compare, no skip.
+inline ThreadState* paced_thread(ThreadState* t, uint32_t i) {
+  const uint32_t owner = g.core_owner[i].load(std::memory_order_relaxed);
+  ThreadState* o = g.threads[owner].load(std::memory_order_acquire);
+  if (o == nullptr || o == t || o->core != i || o->exited.load(std::memory_order_relaxed))
+    return nullptr;
+  if (t->pace_owner[i] != owner + 1) {
+    t->pace_owner[i] = owner + 1;
+    t->pace_seen[i] = t->pace_asleep[i] = t->pace_skip_until[i] = t->pace_skip_ns[i] = 0;
+  }
+  return o;
+}
+
 __attribute__((noinline)) void pace(ThreadState* t) {
   const uint64_t mine = t->accesses;
   t->next_pace = mine + kPaceEvery;
@@ -1419,13 +1433,8 @@ __attribute__((noinline)) void pace(ThreadState* t) {
   uint32_t nwait = 0;
   uint64_t looked = 0;  // mono_ns(), once a skip needs it
   for (uint32_t i = 0; i < n; ++i) {
-    const uint32_t owner = g.core_owner[i].load(std::memory_order_relaxed);
-    ThreadState* o = g.threads[owner].load(std::memory_order_acquire);
-    if (o == nullptr || o == t || o->core != i || o->exited.load(std::memory_order_relaxed)) continue;
-    if (t->pace_owner[i] != owner + 1) {  // a new owner: nothing to compare yet
-      t->pace_owner[i] = owner + 1;
-      t->pace_seen[i] = t->pace_asleep[i] = t->pace_skip_until[i] = t->pace_skip_ns[i] = 0;
-    }
+    ThreadState* o = paced_thread(t, i);
+    if (o == nullptr) continue;
     // (Its memo hits count: a thread spinning on a flag of ours catches up at once.)
     const uint64_t theirs = __atomic_load_n(&o->accesses, __ATOMIC_RELAXED);
     const uint64_t seen = t->pace_seen[i];
@@ -1498,16 +1507,9 @@ __attribute__((noinline)) void pace_movers(ThreadState* t) {
   bool owed = false;
   const uint32_t n = std::min(g.next_index.load(std::memory_order_relaxed), ThreadState::kPaced);
   for (uint32_t i = 0; i < n; ++i) {
-    const uint32_t owner = g.core_owner[i].load(std::memory_order_relaxed);
-    ThreadState* o = g.threads[owner].load(std::memory_order_acquire);
-    if (o == nullptr || o == t || o->core != i || o->exited.load(std::memory_order_relaxed) ||
-        moved_or_kept(o))
-      continue;
+    ThreadState* o = paced_thread(t, i);
+    if (o == nullptr || moved_or_kept(o)) continue;
     owed = true;
-    if (t->pace_owner[i] != owner + 1) {
-      t->pace_owner[i] = owner + 1;
-      t->pace_seen[i] = t->pace_asleep[i] = t->pace_skip_until[i] = t->pace_skip_ns[i] = 0;
-    }
     const uint64_t start = mono_ns();
     if (start < t->pace_skip_until[i]) continue;
     for (uint32_t round = 0;; ++round) {
